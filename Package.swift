@@ -1,0 +1,156 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "survey-trio",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "SurveyWire", targets: ["SurveyWire"]),
+        .library(name: "Scheduling", targets: ["Scheduling"]),
+        .library(name: "SurveyCrypto", targets: ["SurveyCrypto"]),
+        .library(name: "Transport", targets: ["Transport"]),
+        .library(name: "ClientSDK", targets: ["ClientSDK"]),
+        .library(name: "MockServer", targets: ["MockServer"]),
+        .library(name: "PushRelay", targets: ["PushRelay"]),
+        .library(name: "ServerSupport", targets: ["ServerSupport"]),
+        .library(name: "TrioTesting", targets: ["TrioTesting"]),
+        .executable(name: "mock-server", targets: ["mock-server"]),
+        .executable(name: "push-relay", targets: ["push-relay"]),
+        .executable(name: "survey-cli", targets: ["survey-cli"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+    ],
+    targets: [
+        // System libraries.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+
+        // Pure modules.
+        .target(name: "SurveyWire", dependencies: ["Scheduling"], swiftSettings: swiftSettings),
+        .target(name: "Scheduling", swiftSettings: swiftSettings),
+
+        // Wrappers over C libraries.
+        .target(name: "SurveyCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(
+            name: "Transport",
+            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // The SDK.
+        .target(
+            name: "ClientSDK",
+            dependencies: [
+                "SurveyWire", "Scheduling", "SurveyCrypto", "Transport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // What both server processes share: READY line, supervision, JSON errors, /metrics.
+        .target(
+            name: "ServerSupport",
+            dependencies: [
+                "SurveyWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The servers.
+        .target(
+            name: "MockServer",
+            dependencies: [
+                "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "ServerSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PushRelay",
+            dependencies: [
+                "SurveyWire", "ServerSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Test kit: launches the real executables.
+        .target(
+            name: "TrioTesting",
+            dependencies: ["SurveyWire", "Scheduling", "Transport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+
+        // Thin executables.
+        .executableTarget(
+            name: "mock-server",
+            dependencies: [
+                "MockServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "push-relay",
+            dependencies: [
+                "PushRelay",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "survey-cli",
+            dependencies: [
+                "ClientSDK", "TrioTesting", "SurveyWire",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // Tests.
+        .testTarget(name: "SurveyWireTests", dependencies: ["SurveyWire"], path: "Tests/SurveyWireTests"),
+        .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),
+        .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
+        .testTarget(
+            name: "TransportTests",
+            dependencies: ["Transport", .product(name: "Hummingbird", package: "hummingbird")],
+            path: "Tests/TransportTests"
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["TrioTesting", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport"],
+            path: "IntegrationTests"
+        ),
+    ]
+)

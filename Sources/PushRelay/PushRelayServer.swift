@@ -1,0 +1,58 @@
+import Hummingbird
+import Logging
+import ServerSupport
+import ServiceLifecycle
+
+/// Settings of a relay process.
+public struct RelayConfiguration: Sendable {
+    /// How often an idle stream gets a `: keepalive` comment (PROTOCOL.md §4: at most 25 s).
+    public var keepaliveInterval: Duration
+    /// APNs' payload limit, applied to APNs bodies and FCM data.
+    public var maxAPNsPayloadBytes: Int
+    /// Largest request body read at all.
+    public var maxProviderBodyBytes: Int
+
+    public init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20) {
+        self.keepaliveInterval = keepaliveInterval
+        self.maxAPNsPayloadBytes = maxAPNsPayloadBytes
+        self.maxProviderBodyBytes = maxProviderBodyBytes
+    }
+}
+
+/// The simulated push relay: APNs/FCM provider APIs, the device link and the control API.
+public struct PushRelayServer: Sendable {
+    let hub = RelayHub()
+    let configuration: RelayConfiguration
+    let metrics = ServerMetrics()
+
+    public init(configuration: RelayConfiguration = RelayConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// The router with every route of the relay.
+    public func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
+        ProviderRoutes(hub: hub, configuration: configuration).add(to: router)
+        DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
+        ControlRoutes(hub: hub).add(to: router)
+        metrics.addRoute(to: router)
+        return router
+    }
+
+    /// Runs the relay until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
+    public func run(options: LaunchOptions, logger: Logger) async throws {
+        try await ServerLauncher.run(
+            responder: makeRouter().buildResponder(), options: options, bound: BoundAddress(),
+            services: [StreamCloser(hub: hub)], logger: logger)
+    }
+}
+
+/// Ends open event streams when the process shuts down, so graceful shutdown does not wait on them.
+struct StreamCloser: Service {
+    let hub: RelayHub
+    func run() async throws {
+        try? await gracefulShutdown()
+        await hub.closeAllStreams()
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import Hummingbird
+import ServerSupport
+import SurveyWire
+
+/// The control API (PROTOCOL.md §5) that tests use to inspect and steer the relay.
+struct ControlRoutes {
+    let hub: RelayHub
+
+    struct Reachability: Codable { var reachable: Bool }
+    struct ClockAdvance: Codable {
+        var advanceSeconds: Int64
+        enum CodingKeys: String, CodingKey { case advanceSeconds = "advance_seconds" }
+    }
+    struct ClockNow: Codable { var now: String }
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.get("/__control/health") { _, _ in JSONResponse.make(["status": "ok"]) }
+        router.get("/__control/devices/{token}") { _, context -> Response in
+            let token = try context.parameters.require("token")
+            guard let view = await hub.view(token: token) else { throw APIError(.notFound, code: "unknown_token", "no device has this token") }
+            return JSONResponse.make(view)
+        }
+        router.put("/__control/devices/{token}") { request, context -> Response in
+            let token = try context.parameters.require("token")
+            let body = try await request.decodeJSON(Reachability.self)
+            guard await hub.setReachable(token: token, reachable: body.reachable) else {
+                throw APIError(.notFound, code: "unknown_token", "no device has this token")
+            }
+            return JSONResponse.make(await hub.view(token: token))
+        }
+        router.get("/__control/trace") { request, _ -> Response in
+            let token = request.uri.queryParameters["token"].map(String.init)
+            return JSONResponse.make(await hub.traceEntries(token: token))
+        }
+        router.post("/__control/clock") { request, _ -> Response in
+            let body = try await request.decodeJSON(ClockAdvance.self)
+            guard body.advanceSeconds >= 0 else {
+                throw APIError(.badRequest, code: "invalid_field", "advance_seconds must be >= 0", field: "advance_seconds")
+            }
+            let now = await hub.advanceClock(seconds: body.advanceSeconds)
+            return JSONResponse.make(ClockNow(now: WireTime.format(Date(timeIntervalSince1970: Double(now) / 1000), milliseconds: true)))
+        }
+        router.post("/__control/reset") { _, _ -> Response in
+            await hub.reset()
+            return JSONResponse.empty(.noContent)
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Hummingbird
+import SurveyWire
+
+/// An error answered as `{"error": {"code", "message", "field"?}}` with an HTTP status.
+public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConvertible {
+    public var status: HTTPResponse.Status
+    /// Stable snake_case code.
+    public var code: String
+    public var message: String
+    public var field: String?
+
+    public init(_ status: HTTPResponse.Status, code: String, _ message: String, field: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+    }
+
+    public var description: String { "\(status.code) \(code): \(message)" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        JSONResponse.make(ErrorBody(code: code, message: message, field: field), status: status)
+    }
+
+    /// 400 `invalid_json` for a body that did not decode, naming the failing field when known.
+    public static func invalidJSON(_ error: any Error) -> APIError {
+        switch error {
+        case let e as DecodingError:
+            switch e {
+            case .keyNotFound(let key, let ctx):
+                return APIError(.badRequest, code: "missing_field", "'\(path(ctx.codingPath + [key]))' is required", field: key.stringValue)
+            case .typeMismatch(_, let ctx), .valueNotFound(_, let ctx):
+                return APIError(.badRequest, code: "invalid_field", "'\(path(ctx.codingPath))' has the wrong type: \(ctx.debugDescription)",
+                                field: ctx.codingPath.last?.stringValue)
+            case .dataCorrupted(let ctx):
+                if let underlying = ctx.underlyingError as? any APIErrorConvertible { return underlying.apiError }
+                return APIError(.badRequest, code: ctx.codingPath.isEmpty ? "invalid_json" : "invalid_field",
+                                ctx.codingPath.isEmpty ? "the body is not valid JSON" : "'\(path(ctx.codingPath))': \(ctx.debugDescription)",
+                                field: ctx.codingPath.last?.stringValue)
+            @unknown default:
+                return APIError(.badRequest, code: "invalid_json", "\(e)")
+            }
+        case let e as any APIErrorConvertible:
+            return e.apiError
+        default:
+            return APIError(.badRequest, code: "invalid_json", "\(error)")
+        }
+    }
+
+    private static func path(_ keys: [any CodingKey]) -> String {
+        keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+    }
+}
+
+/// Errors from pure modules that know which API error they are.
+public protocol APIErrorConvertible: Error {
+    var apiError: APIError { get }
+}
+
+/// A response with a ready-made JSON body (used for APNs and FCM error shapes).
+public struct RawJSONError: Error, HTTPResponseError, Sendable {
+    public var status: HTTPResponse.Status
+    public var body: Data
+    public var headers: HTTPFields
+
+    public init(_ status: HTTPResponse.Status, body: some Encodable, headers: HTTPFields = [:]) {
+        self.status = status
+        self.body = (try? WireJSON.encode(body)) ?? Data("{}".utf8)
+        self.headers = headers
+    }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var response = JSONResponse.make(data: body, status: status)
+        response.headers.append(contentsOf: headers)
+        return response
+    }
+}
+
+/// JSON response helpers.
+public enum JSONResponse {
+    /// A JSON response of an encodable value.
+    public static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        make(data: (try? WireJSON.encode(value)) ?? Data("null".utf8), status: status)
+    }
+
+    /// A JSON response of raw bytes.
+    public static func make(data: Data, status: HTTPResponse.Status = .ok) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// An empty response with a status (204 and the like).
+    public static func empty(_ status: HTTPResponse.Status) -> Response {
+        Response(status: status)
+    }
+}
+
+extension Request {
+    /// Reads the whole body, answering 413 `payload_too_large` past `limit` bytes.
+    public func collectBody(limit: Int) async throws -> [UInt8] {
+        do {
+            var buffer = try await body.collect(upTo: limit)
+            return buffer.readBytes(length: buffer.readableBytes) ?? []
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError(.contentTooLarge, code: "payload_too_large", "the body is larger than \(limit) bytes")
+        }
+    }
+
+    /// Reads and decodes a JSON body, answering 400 with the failing field, or 413.
+    public func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int = 1 << 20) async throws -> T {
+        let bytes = try await collectBody(limit: limit)
+        guard !bytes.isEmpty else { throw APIError(.badRequest, code: "invalid_json", "the body is empty; a JSON object is required") }
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch {
+            throw APIError.invalidJSON(error)
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Synchronization
+import SurveyWire
+
+/// How a server process is bound and supervised (PROTOCOL.md §6).
+public struct LaunchOptions: Sendable {
+    /// Service name in the READY line (`mock-server`, `push-relay`).
+    public var serviceName: String
+    public var host: String
+    /// 0 picks a free port; the READY line reports it.
+    public var port: Int
+    /// Stop when this process is gone.
+    public var parentPID: Int32?
+
+    public init(serviceName: String, host: String = "127.0.0.1", port: Int = 0, parentPID: Int32? = nil) {
+        self.serviceName = serviceName
+        self.host = host
+        self.port = port
+        self.parentPID = parentPID
+    }
+}
+
+/// The URL a server is bound to, known once it accepts connections.
+public final class BoundAddress: Sendable {
+    private let value = Mutex<String?>(nil)
+    public init() {}
+    /// `http://host:port`, or nil before the server is running.
+    public var url: String? { value.withLock { $0 } }
+    func set(_ url: String) { value.withLock { $0 = url } }
+}
+
+/// Runs a Hummingbird router as a process-level server: binds, prints the READY line to stdout once it
+/// accepts connections, and stops gracefully on SIGTERM/SIGINT or when the parent process is gone.
+public enum ServerLauncher {
+    public static func run<Responder: HTTPResponder>(
+        responder: Responder, options: LaunchOptions, bound: BoundAddress, services: [any Service] = [], logger: Logger
+    ) async throws where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+        let app = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: options.serviceName),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? options.port
+                let url = "http://\(options.host):\(port)"
+                bound.set(url)
+                let line = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid())).line()
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            },
+            logger: logger
+        )
+        var configs: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
+        // Services listed after the app are shut down before it, so they can end long-lived responses.
+        configs += services.map { .init(service: $0) }
+        if let parent = options.parentPID {
+            configs.append(.init(service: ParentWatcher(pid: parent), successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        var groupConfig = ServiceGroupConfiguration(services: configs, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        // PROTOCOL.md §6: stop within 1 s of SIGTERM, whatever a connection is doing.
+        groupConfig.maximumGracefulShutdownDuration = .milliseconds(800)
+        try await ServiceGroup(configuration: groupConfig).run()
+    }
+}
+
+/// Returns (ending the group gracefully) when the watched process no longer exists.
+struct ParentWatcher: Service {
+    let pid: Int32
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    if kill(pid, 0) != 0 && errno == ESRCH { return }
+                    try await Task.sleep(for: .milliseconds(250))
+                }
+            }
+        } catch is CancellationError {
+            return
+        }
+    }
+}

@@ -1,0 +1,60 @@
+import COpenSSL
+
+/// SHA-256 over OpenSSL.
+public enum SHA256 {
+    /// The 32-byte SHA-256 digest of `bytes`.
+    public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        let input = Array(bytes)
+        var length: UInt32 = 0
+        let ok = input.withUnsafeBufferPointer { buffer in
+            EVP_Digest(buffer.baseAddress, buffer.count, &digest, &length, EVP_sha256(), nil)
+        }
+        precondition(ok == 1 && length == 32, "EVP_Digest(SHA-256) cannot fail for in-memory input")
+        return digest
+    }
+
+    /// SHA-256 of the UTF-8 bytes of `text`.
+    public static func hash(_ text: String) -> [UInt8] { hash(Array(text.utf8)) }
+}
+
+/// PBKDF2 key derivation (RFC 8018).
+public enum PBKDF2 {
+    /// PBKDF2-HMAC-SHA1, the algorithm Beiwe stores participant passwords with.
+    /// - Parameters:
+    ///   - password: the secret bytes (for Beiwe, the ASCII of the device's password hash).
+    ///   - salt: salt bytes (for Beiwe, the ASCII of the base64url salt text).
+    ///   - iterations: iteration count, at least 1.
+    ///   - keyLength: derived key length in bytes.
+    public static func sha1(
+        password: some Collection<UInt8>, salt: some Collection<UInt8>, iterations: Int, keyLength: Int
+    ) throws(CryptoError) -> [UInt8] {
+        guard iterations >= 1, keyLength >= 1 else {
+            throw CryptoError(code: "invalid_parameter", message: "iterations and key length must be positive")
+        }
+        let pass = Array(password), saltBytes = Array(salt)
+        var out = [UInt8](repeating: 0, count: keyLength)
+        let ok = pass.withUnsafeBufferPointer { p in
+            saltBytes.withUnsafeBufferPointer { s in
+                p.withMemoryRebound(to: CChar.self) { pc in
+                    PKCS5_PBKDF2_HMAC_SHA1(
+                        pc.baseAddress, Int32(pc.count), s.baseAddress, Int32(s.count),
+                        Int32(iterations), Int32(keyLength), &out)
+                }
+            }
+        }
+        guard ok == 1 else { throw .openssl("pbkdf2_failed", "PBKDF2") }
+        return out
+    }
+}
+
+/// Cryptographically secure random bytes from OpenSSL's DRBG.
+public enum SecureRandom {
+    /// `count` random bytes.
+    public static func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = RAND_bytes(&out, Int32(count))
+        precondition(ok == 1, "RAND_bytes failed: \(OpenSSLErrors.drain())")
+        return out
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Any JSON value. Used for the parts of the wire format that are open-ended (survey content, settings,
+/// telemetry metrics, push payloads) so they round-trip without loss.
+public enum JSONValue: Sendable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else if let o = try? c.decode([String: JSONValue].self) { self = .object(o) }
+        else { throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value") }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let b): try c.encode(b)
+        case .number(let n):
+            if n.rounded() == n, abs(n) < 9.0e15 { try c.encode(Int64(n)) } else { try c.encode(n) }
+        case .string(let s): try c.encode(s)
+        case .array(let a): try c.encode(a)
+        case .object(let o): try c.encode(o)
+        }
+    }
+
+    /// The string, if this is a string.
+    public var stringValue: String? { if case .string(let s) = self { s } else { nil } }
+    /// The number, if this is a number.
+    public var numberValue: Double? { if case .number(let n) = self { n } else { nil } }
+    /// The bool, if this is a bool.
+    public var boolValue: Bool? { if case .bool(let b) = self { b } else { nil } }
+    /// The members, if this is an object.
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { o } else { nil } }
+    /// The elements, if this is an array.
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { a } else { nil } }
+    /// Member lookup on objects; nil for other kinds or a missing key.
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+}
+
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+    public init(nilLiteral: ()) { self = .null }
+}
+
+/// Shared JSON coding conventions: sorted keys for stable output, no slash escaping.
+public enum WireJSON {
+    /// Encodes a value as compact JSON bytes with sorted keys.
+    public static func encode(_ value: some Encodable) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    /// Encodes a value as compact JSON text with sorted keys.
+    public static func encodeString(_ value: some Encodable) throws -> String {
+        String(decoding: try encode(value), as: UTF8.self)
+    }
+
+    /// Decodes JSON bytes into a value.
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
+    }
+
+    /// Decodes JSON text into a value.
+    public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
+        try JSONDecoder().decode(type, from: Data(text.utf8))
+    }
+}

@@ -1,0 +1,31 @@
+/// The one line a server prints to stdout when it accepts connections (PROTOCOL.md §6):
+/// `READY {"service": "mock-server", "url": "http://127.0.0.1:PORT", "pid": N}`.
+public struct ReadyLine: Codable, Sendable, Equatable {
+    public var service: String
+    public var url: String
+    public var pid: Int
+    /// Extra URLs (used by `survey-cli up`, which reports both servers).
+    public var mockServer: String?
+    public var pushRelay: String?
+
+    enum CodingKeys: String, CodingKey { case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay" }
+
+    public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil) {
+        self.service = service
+        self.url = url
+        self.pid = pid
+        self.mockServer = mockServer
+        self.pushRelay = pushRelay
+    }
+
+    /// The full line, `READY ` followed by compact JSON.
+    public func line() -> String {
+        "READY " + ((try? WireJSON.encodeString(self)) ?? "{}")
+    }
+
+    /// Parses a `READY {...}` line; nil for any other line.
+    public static func parse(_ line: some StringProtocol) -> ReadyLine? {
+        guard line.hasPrefix("READY ") else { return nil }
+        return try? WireJSON.decode(ReadyLine.self, from: String(line.dropFirst(6)))
+    }
+}

@@ -1,0 +1,152 @@
+/// Wire types of the push relay's device link and control API (PROTOCOL.md §3–§5).
+public enum RelayWire {
+    /// `POST /v1/devices` body.
+    public struct DeviceRequest: Codable, Sendable, Equatable {
+        /// `ios` or `android`.
+        public var platform: String
+        public var appID: String
+        enum CodingKeys: String, CodingKey { case platform, appID = "app_id" }
+        public init(platform: String, appID: String) {
+            self.platform = platform
+            self.appID = appID
+        }
+    }
+
+    /// `{"token"}`, answered by device creation and rotation.
+    public struct TokenResponse: Codable, Sendable, Equatable {
+        public var token: String
+        public init(token: String) { self.token = token }
+    }
+
+    /// `POST /v1/devices/{token}/ack` body.
+    public struct AckRequest: Codable, Sendable, Equatable {
+        public var ids: [String]
+        public init(ids: [String]) { self.ids = ids }
+    }
+
+    /// The `data` of a stream `push` event, and a pending entry in the control view.
+    public struct Message: Codable, Sendable, Equatable {
+        public var id: String
+        /// The provider body (APNs) or the FCM `data` object.
+        public var payload: JSONValue
+        public var priority: Int?
+        public var collapseID: String?
+        public var pushType: String?
+        /// Milliseconds since the epoch when the relay accepted the message.
+        public var sentAt: Int64
+        enum CodingKeys: String, CodingKey {
+            case id, payload, priority, collapseID = "collapse_id", pushType = "push_type", sentAt = "sent_at"
+        }
+        public init(id: String, payload: JSONValue, priority: Int?, collapseID: String?, pushType: String?, sentAt: Int64) {
+            self.id = id
+            self.payload = payload
+            self.priority = priority
+            self.collapseID = collapseID
+            self.pushType = pushType
+            self.sentAt = sentAt
+        }
+    }
+
+    /// APNs error body: `{"reason"}` plus `timestamp` (ms) for 410.
+    public struct APNsError: Codable, Sendable, Equatable {
+        public var reason: String
+        public var timestamp: Int64?
+        public init(reason: String, timestamp: Int64? = nil) {
+            self.reason = reason
+            self.timestamp = timestamp
+        }
+    }
+
+    /// FCM v1 `messages:send` body.
+    public struct FCMSendRequest: Codable, Sendable, Equatable {
+        public struct Message: Codable, Sendable, Equatable {
+            public struct Notification: Codable, Sendable, Equatable {
+                public var title: String?
+                public var body: String?
+                public init(title: String?, body: String?) {
+                    self.title = title
+                    self.body = body
+                }
+            }
+            public struct Android: Codable, Sendable, Equatable {
+                public var ttl: String?
+                public var collapseKey: String?
+                public var priority: String?
+                enum CodingKeys: String, CodingKey { case ttl, collapseKey = "collapse_key", priority }
+                public init(ttl: String? = nil, collapseKey: String? = nil, priority: String? = nil) {
+                    self.ttl = ttl
+                    self.collapseKey = collapseKey
+                    self.priority = priority
+                }
+            }
+            public var token: String?
+            public var data: [String: String]?
+            public var notification: Notification?
+            public var android: Android?
+            public init(token: String?, data: [String: String]?, notification: Notification? = nil, android: Android? = nil) {
+                self.token = token
+                self.data = data
+                self.notification = notification
+                self.android = android
+            }
+        }
+        public var message: Message
+        public init(message: Message) { self.message = message }
+    }
+
+    /// FCM v1 success body.
+    public struct FCMSendResponse: Codable, Sendable, Equatable {
+        public var name: String
+        public init(name: String) { self.name = name }
+    }
+
+    /// FCM v1 error body.
+    public struct FCMError: Codable, Sendable, Equatable {
+        public struct Detail: Codable, Sendable, Equatable {
+            public var type: String?
+            public var errorCode: String
+            enum CodingKeys: String, CodingKey { case type = "@type", errorCode }
+            public init(errorCode: String) {
+                self.type = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
+                self.errorCode = errorCode
+            }
+        }
+        public struct Body: Codable, Sendable, Equatable {
+            public var code: Int
+            public var message: String
+            public var status: String
+            public var details: [Detail]
+        }
+        public var error: Body
+        public init(code: Int, message: String, status: String, errorCode: String) {
+            error = Body(code: code, message: message, status: status, details: [Detail(errorCode: errorCode)])
+        }
+    }
+
+    /// `GET /__control/devices/{token}`.
+    public struct DeviceView: Codable, Sendable, Equatable {
+        public var token: String
+        public var platform: String
+        public var appID: String
+        public var connected: Bool
+        public var reachable: Bool
+        /// Messages not yet acked (stored, or delivered and awaiting an ack), oldest first.
+        public var pending: [Message]
+        public var delivered: Int
+        public var acked: Int
+        enum CodingKeys: String, CodingKey {
+            case token, platform, appID = "app_id", connected, reachable, pending, delivered, acked
+        }
+        public init(token: String, platform: String, appID: String, connected: Bool, reachable: Bool,
+                    pending: [Message], delivered: Int, acked: Int) {
+            self.token = token
+            self.platform = platform
+            self.appID = appID
+            self.connected = connected
+            self.reachable = reachable
+            self.pending = pending
+            self.delivered = delivered
+            self.acked = acked
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+
+/// RFC 3339 UTC timestamps (`2026-05-04T13:45:00Z`) and Beiwe's `sent_time` form, without `DateFormatter`.
+public enum WireTime {
+    /// Formats as RFC 3339 UTC with whole seconds, or milliseconds when `milliseconds` is true.
+    public static func format(_ date: Date, milliseconds: Bool = false) -> String {
+        let totalMillis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = floorDiv(totalMillis, 1000)
+        let millis = totalMillis - seconds * 1000
+        let (y, mo, d, h, mi, s) = civil(seconds)
+        var text = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", y, mo, d, h, mi, s)
+        if milliseconds { text += String(format: ".%03d", Int(millis)) }
+        return text + "Z"
+    }
+
+    /// Beiwe's push `sent_time`: `%Y-%m-%dT%H:%M:%S` in UTC, with no zone suffix.
+    public static func beiweSentTime(_ date: Date) -> String {
+        String(format(date).prefix(19))
+    }
+
+    /// Parses RFC 3339 (`Z` or `±HH:MM` offset, optional fraction). Returns nil when malformed.
+    public static func parse(_ text: String) -> Date? {
+        let u = Array(text.utf8)
+        guard u.count >= 20 else { return nil }
+        func num(_ from: Int, _ len: Int) -> Int? {
+            guard from + len <= u.count else { return nil }
+            var v = 0
+            for i in from..<(from + len) {
+                guard u[i] >= 48, u[i] <= 57 else { return nil }
+                v = v * 10 + Int(u[i] - 48)
+            }
+            return v
+        }
+        guard let y = num(0, 4), u[4] == 45, let mo = num(5, 2), u[7] == 45, let d = num(8, 2),
+              u[10] == 84 || u[10] == 116, let h = num(11, 2), u[13] == 58, let mi = num(14, 2), u[16] == 58,
+              let s = num(17, 2)
+        else { return nil }
+        guard (1...12).contains(mo), (1...daysInMonth(y, mo)).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+        var i = 19
+        var fraction = 0.0
+        if i < u.count, u[i] == 46 {
+            i += 1
+            var scale = 0.1
+            let start = i
+            while i < u.count, u[i] >= 48, u[i] <= 57 { fraction += Double(u[i] - 48) * scale; scale /= 10; i += 1 }
+            guard i > start else { return nil }
+        }
+        guard i < u.count else { return nil }
+        var offset = 0
+        if u[i] == 90 || u[i] == 122 {
+            i += 1
+        } else if u[i] == 43 || u[i] == 45 {
+            guard let oh = num(i + 1, 2), i + 3 < u.count, u[i + 3] == 58, let om = num(i + 4, 2), oh < 24, om < 60 else { return nil }
+            offset = (oh * 3600 + om * 60) * (u[i] == 43 ? 1 : -1)
+            i += 6
+        } else {
+            return nil
+        }
+        guard i == u.count else { return nil }
+        let days = daysFromCivil(y, mo, d)
+        let secs = Double(days * 86400 + Int64(h * 3600 + mi * 60 + s) - Int64(offset))
+        return Date(timeIntervalSince1970: secs + fraction)
+    }
+
+    /// Milliseconds since the Unix epoch.
+    public static func epochMillis(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+
+    static func daysInMonth(_ y: Int, _ m: Int) -> Int {
+        switch m {
+        case 2: return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
+    }
+
+    static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
+        a >= 0 ? a / b : -((-a + b - 1) / b)
+    }
+
+    // Howard Hinnant's days_from_civil / civil_from_days.
+    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int64 {
+        let y = Int64(m <= 2 ? y0 - 1 : y0)
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = Int64(m > 2 ? m - 3 : m + 9)
+        let doy = (153 * mp + 2) / 5 + Int64(d) - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146097 + doe - 719468
+    }
+
+    static func civil(_ epochSeconds: Int64) -> (Int, Int, Int, Int, Int, Int) {
+        let days = floorDiv(epochSeconds, 86400)
+        let rem = Int(epochSeconds - days * 86400)
+        let z = days + 719468
+        let era = (z >= 0 ? z : z - 146096) / 146097
+        let doe = z - era * 146097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = Int(doy - (153 * mp + 2) / 5 + 1)
+        let m = Int(mp < 10 ? mp + 3 : mp - 9)
+        let y = Int(yoe + era * 400) + (m <= 2 ? 1 : 0)
+        return (y, m, d, rem / 3600, (rem % 3600) / 60, rem % 60)
+    }
+}

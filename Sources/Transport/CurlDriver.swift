@@ -1,0 +1,163 @@
+import CCurl
+import Foundation
+import Synchronization
+
+/// Runs libcurl's multi interface on one dedicated thread. Other threads hand it work through a
+/// mutex-protected inbox and wake it with `curl_multi_wakeup`, the one multi call libcurl allows
+/// from another thread.
+final class CurlDriver: Sendable {
+    private struct Inbox {
+        var added: [CurlTransfer] = []
+        var cancelled: [UInt64] = []
+        var stopping = false
+        var stopped = false
+        var nextID: UInt64 = 1
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
+
+    /// `@unchecked`-free wrapper: the multi handle pointer is only dereferenced by libcurl, on the driver
+    /// thread, except for `curl_multi_wakeup`, which libcurl documents as thread-safe.
+    private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
+
+    private let multi: MultiHandle
+    private let inbox = Mutex(Inbox())
+    private let defaultTimeout: Duration?
+    private let connectTimeout: Duration
+    private let finishedThread = Mutex<Bool>(false)
+
+    init(defaultTimeout: Duration?, connectTimeout: Duration, maxConnectionsPerHost: Int) {
+        _ = Self.globalInit
+        guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
+        multi = MultiHandle(pointer: m)
+        self.defaultTimeout = defaultTimeout
+        self.connectTimeout = connectTimeout
+        if maxConnectionsPerHost > 0 {
+            ccurl_multi_setopt_long(m, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+        }
+        let thread = Thread { [self] in self.run() }
+        thread.name = "curl-driver"
+        thread.start()
+    }
+
+    func makeID() -> UInt64 {
+        inbox.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+    }
+
+    /// Queues a transfer. If the driver has stopped, the transfer fails at once with `shut_down`.
+    func submit(_ transfer: CurlTransfer) {
+        let accepted = inbox.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.added.append(transfer)
+            return true
+        }
+        if accepted {
+            curl_multi_wakeup(multi.pointer)
+        } else {
+            transfer.finish(TransportError(code: "shut_down", message: "the HTTP client was shut down"))
+        }
+    }
+
+    /// Aborts a transfer: it leaves the multi handle and finishes with `cancelled`.
+    func cancel(_ id: UInt64) {
+        let wake = inbox.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.cancelled.append(id)
+            return true
+        }
+        if wake { curl_multi_wakeup(multi.pointer) }
+    }
+
+    /// Stops the driver: every transfer in flight finishes with `shut_down`. Waits for the thread to end.
+    func shutdown() {
+        let wake = inbox.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.stopping = true
+            return true
+        }
+        if wake { curl_multi_wakeup(multi.pointer) }
+        while !finishedThread.withLock({ $0 }) { usleep(1000) }
+    }
+
+    private func run() {
+        var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+        var byID: [UInt64: CurlTransfer] = [:]
+        let m = multi.pointer
+
+        func remove(_ transfer: CurlTransfer, _ error: TransportError?) {
+            if let easy = transfer.easy {
+                curl_multi_remove_handle(m, easy)
+                running[easy] = nil
+            }
+            byID[transfer.id] = nil
+            transfer.finish(error)
+            transfer.cleanup()
+        }
+
+        while true {
+            let (added, cancelled, stopping) = inbox.withLock { state in
+                defer { state.added = []; state.cancelled = [] }
+                return (state.added, state.cancelled, state.stopping)
+            }
+            for transfer in added {
+                if let error = transfer.prepare(defaultTimeout: defaultTimeout, connectTimeout: connectTimeout) {
+                    transfer.finish(error)
+                    transfer.cleanup()
+                    continue
+                }
+                guard let easy = transfer.easy else { continue }
+                curl_multi_add_handle(m, easy)
+                running[easy] = transfer
+                byID[transfer.id] = transfer
+            }
+            for id in cancelled {
+                if let transfer = byID[id] {
+                    remove(transfer, TransportError(code: "cancelled", message: "the request was cancelled"))
+                } else if let index = added.firstIndex(where: { $0.id == id }), !added[index].finished {
+                    added[index].finish(TransportError(code: "cancelled", message: "the request was cancelled"))
+                }
+            }
+            if stopping {
+                for transfer in Array(byID.values) {
+                    remove(transfer, TransportError(code: "shut_down", message: "the HTTP client was shut down"))
+                }
+                // Anything submitted between the last drain and `stopping` is failed too.
+                let late = inbox.withLock { state in
+                    state.stopped = true
+                    defer { state.added = [] }
+                    return state.added
+                }
+                for transfer in late { transfer.finish(TransportError(code: "shut_down", message: "the HTTP client was shut down")) }
+                break
+            }
+
+            var stillRunning: Int32 = 0
+            curl_multi_perform(m, &stillRunning)
+            var result = CURLE_OK
+            while let easy = ccurl_multi_next_done(m, &result) {
+                guard let transfer = running[easy] else { continue }
+                var code = 0
+                ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
+                if transfer.status == 0 { transfer.status = code }
+                remove(transfer, result == CURLE_OK ? nil : Self.error(for: result))
+            }
+            var fds: Int32 = 0
+            curl_multi_poll(m, nil, 0, 1000, &fds)
+        }
+        curl_multi_cleanup(m)
+        finishedThread.withLock { $0 = true }
+    }
+
+    static func error(for code: CURLcode) -> TransportError {
+        let text = String(cString: curl_easy_strerror(code))
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: return TransportError(code: "timeout", message: text)
+        case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST: return TransportError(code: "connect_failed", message: text)
+        case CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL: return TransportError(code: "invalid_request", message: text)
+        default: return TransportError(code: "curl_\(code.rawValue)", message: text)
+        }
+    }
+}

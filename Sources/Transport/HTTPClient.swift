@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// An async HTTP/1.1 client over libcurl's multi interface.
+///
+/// One driver thread runs every transfer of the client; connections to the same host are reused.
+/// Cancelling the calling task aborts the transfer. Call ``shutdown()`` when done (it is also done on deinit).
+public final class HTTPClient: Sendable {
+    /// Client-wide settings.
+    public struct Configuration: Sendable {
+        /// Total time allowed for a request that sets no timeout; nil for none.
+        public var defaultTimeout: Duration?
+        /// Time allowed to connect.
+        public var connectTimeout: Duration
+        /// Connections kept per host (0 = libcurl's default, unlimited).
+        public var maxConnectionsPerHost: Int
+
+        public init(defaultTimeout: Duration? = .seconds(30), connectTimeout: Duration = .seconds(5), maxConnectionsPerHost: Int = 0) {
+            self.defaultTimeout = defaultTimeout
+            self.connectTimeout = connectTimeout
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+        }
+    }
+
+    private let driver: CurlDriver
+    private let isShutDown = Mutex(false)
+
+    /// Starts a client and its driver thread.
+    public init(configuration: Configuration = Configuration()) {
+        driver = CurlDriver(defaultTimeout: configuration.defaultTimeout, connectTimeout: configuration.connectTimeout,
+                            maxConnectionsPerHost: configuration.maxConnectionsPerHost)
+    }
+
+    deinit { shutdown() }
+
+    /// Stops the driver thread; requests in flight fail with `shut_down`. Safe to call more than once.
+    public func shutdown() {
+        let first = isShutDown.withLock { done -> Bool in
+            defer { done = true }
+            return !done
+        }
+        if first { driver.shutdown() }
+    }
+
+    /// Sends a request and returns the whole response. Any HTTP status is a response, not an error.
+    /// - Throws: ``TransportError`` when no response arrived (connection refused, timeout, cancellation).
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let id = driver.makeID()
+        let driver = self.driver
+        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>) in
+                let transfer = CurlTransfer(id: id, request: request, sink: .buffered({ continuation.resume(returning: $0) }))
+                driver.submit(transfer)
+            }
+        } onCancel: {
+            driver.cancel(id)
+        }
+        return try result.get()
+    }
+
+    /// A response whose body arrives as it is received.
+    public struct StreamingResponse: Sendable {
+        public var status: Int
+        public var headers: [(name: String, value: String)]
+        /// Body chunks; the sequence ends when the transfer ends and throws ``TransportError`` if it failed.
+        /// Stopping iteration (or dropping the sequence) aborts the transfer.
+        public var body: AsyncThrowingStream<[UInt8], any Error>
+
+        public func header(_ name: String) -> String? {
+            let lower = name.lowercased()
+            return headers.last { $0.name.lowercased() == lower }?.value
+        }
+    }
+
+    /// Starts a request and returns once the response head has arrived; the body streams after.
+    public func stream(_ request: HTTPRequest) async throws(TransportError) -> StreamingResponse {
+        let id = driver.makeID()
+        let driver = self.driver
+        let (body, bodyContinuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        bodyContinuation.onTermination = { reason in
+            if case .cancelled = reason { driver.cancel(id) }
+        }
+        let head: Result<(Int, [(name: String, value: String)]), TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let transfer = CurlTransfer(
+                    id: id, request: request,
+                    sink: .streaming(
+                        head: { continuation.resume(returning: $0) },
+                        chunk: { bodyContinuation.yield($0) },
+                        end: { error in
+                            if let error { bodyContinuation.finish(throwing: error) } else { bodyContinuation.finish() }
+                        }))
+                driver.submit(transfer)
+            }
+        } onCancel: {
+            driver.cancel(id)
+        }
+        let (status, headers) = try head.get()
+        return StreamingResponse(status: status, headers: headers, body: body)
+    }
+
+    /// A server-sent event stream: the response status and the items as they arrive.
+    public struct EventStream: Sendable {
+        public var status: Int
+        public var headers: [(name: String, value: String)]
+        public var items: AsyncThrowingStream<EventStreamItem, any Error>
+    }
+
+    /// Opens a `text/event-stream` and parses it. The request gets `Accept: text/event-stream` and no timeout
+    /// unless it sets one.
+    public func eventStream(_ request: HTTPRequest) async throws(TransportError) -> EventStream {
+        var request = request
+        if !request.headers.contains(where: { $0.name.lowercased() == "accept" }) {
+            request.headers.append(("Accept", "text/event-stream"))
+        }
+        if request.timeout == nil { request.timeout = .seconds(365 * 86400) }
+        let response = try await stream(request)
+        let (items, continuation) = AsyncThrowingStream<EventStreamItem, any Error>.makeStream()
+        let pump = Task {
+            var parser = EventStreamParser()
+            do {
+                for try await chunk in response.body {
+                    for item in parser.feed(chunk) { continuation.yield(item) }
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in pump.cancel() }
+        return EventStream(status: response.status, headers: response.headers, items: items)
+    }
+}

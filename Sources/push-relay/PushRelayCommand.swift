@@ -1,0 +1,32 @@
+import ArgumentParser
+import Logging
+import PushRelay
+import ServerSupport
+
+/// `push-relay`: the simulated APNs/FCM relay as a process.
+@main
+struct PushRelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push-relay",
+        abstract: "Simulated APNs/FCM push relay. Prints one READY line to stdout once it accepts connections.")
+
+    @Option(help: "Address to bind.") var host = "127.0.0.1"
+    @Option(help: "Port to bind (0 = any free port).") var port = 0
+    @Option(help: "Seconds between keepalive comments on idle device streams.") var keepalive = 25.0
+    @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        guard keepalive > 0, keepalive <= 25 else { throw ValidationError("--keepalive must be > 0 and <= 25 seconds") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "push-relay")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let relay = PushRelayServer(configuration: RelayConfiguration(keepaliveInterval: .milliseconds(Int(keepalive * 1000))))
+        try await relay.run(options: LaunchOptions(serviceName: "push-relay", host: host, port: port, parentPID: parentPid), logger: logger)
+    }
+}
