@@ -36,6 +36,7 @@ let package = Package(
         // System libraries.
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Pure modules.
         .target(name: "SurveyWire", dependencies: ["Scheduling"], swiftSettings: swiftSettings),
@@ -45,7 +46,7 @@ let package = Package(
         .target(name: "SurveyCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
         .target(
             name: "Transport",
-            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CCurl", "CZlib", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+import Logging
+import ServerSupport
+import ServiceLifecycle
+import Transport
+
+/// The Beiwe-compatible mock study server: mobile API, telemetry, admin API and the push scheduler.
+public struct MockServer: Sendable {
+    /// Reported by `/__admin/info`.
+    public static let version = "0.1.0"
+
+    let context: ServerContext
+    let httpClient: HTTPClient
+
+    /// Opens (or creates) the store and prepares the server. Throws when the database cannot be opened.
+    public init(configuration: MockServerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws {
+        let store = try Store(configuration.store)
+        let client = HTTPClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
+        let dispatcher = PushDispatcher(client: client, relayURL: configuration.relayURL, fcmProject: configuration.fcmProject, logger: logger)
+        let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
+        httpClient = client
+        context = ServerContext(configuration: configuration, store: store, scheduler: scheduler, realNow: now, bound: BoundAddress(),
+                                metrics: ServerMetrics(), logger: logger)
+    }
+
+    /// The router with every route.
+    public func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestMetricsMiddleware(metrics: context.metrics))
+        MobileRoutes(context: context).add(to: router)
+        TelemetryRoutes(context: context).add(to: router)
+        AdminRoutes(context: context).add(to: router)
+        context.metrics.addRoute(to: router)
+        return router
+    }
+
+    /// Runs until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
+    public func run(options: LaunchOptions) async throws {
+        defer { httpClient.shutdown() }
+        try await ServerLauncher.run(
+            responder: makeRouter().buildResponder(), options: options, bound: context.bound,
+            services: [SchedulerService(context: context)], logger: context.logger)
+    }
+}
+
+/// Fires due occurrences of real-time studies every tick.
+struct SchedulerService: Service {
+    let context: ServerContext
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: context.configuration.tickInterval)
+                    let studies = try await context.store.read { db in
+                        try String.fetchAll(db, sql: "SELECT id FROM study WHERE clock_mode = 'real' AND scheduling = 'server'")
+                    }
+                    for id in studies {
+                        do {
+                            try await context.scheduler.tick(studyID: id)
+                        } catch {
+                            context.logger.error("scheduler tick failed", metadata: ["study_id": "\(id)", "error": "\(error)"])
+                        }
+                    }
+                }
+            }
+        } catch is CancellationError {
+            return
+        }
+    }
+}

@@ -1,0 +1,315 @@
+import Foundation
+import GRDB
+import Hummingbird
+import Scheduling
+import ServerSupport
+import SurveyCrypto
+import SurveyWire
+
+/// The admin API (PROTOCOL.md §2): studies, participants, surveys, clocks, and what happened.
+struct AdminRoutes: Sendable {
+    let context: ServerContext
+    var store: Store { context.store }
+    var limit: Int { context.configuration.maxBodyBytes }
+
+    func add(to router: Router<BasicRequestContext>) {
+        let admin = router.group("/__admin")
+        if let token = context.configuration.adminToken {
+            admin.add(middleware: AdminTokenMiddleware(token: token))
+        }
+        admin.get("/health") { _, _ in JSONResponse.make(["status": "ok"]) }
+        admin.get("/info") { _, _ in info() }
+        admin.post("/reset") { _, _ -> Response in
+            try await store.wipe()
+            return JSONResponse.empty(.noContent)
+        }
+        admin.post("/studies") { request, _ in try await createStudy(request) }
+        admin.get("/studies/{study_id}") { _, ctx in JSONResponse.make(try await studyView(try ctx.parameters.require("study_id"))) }
+        admin.get("/studies/{study_id}/stats") { _, ctx in try await stats(try ctx.parameters.require("study_id")) }
+        admin.post("/studies/{study_id}/participants") { request, ctx in try await createParticipants(request, try ctx.parameters.require("study_id")) }
+        admin.get("/participants/{patient_id}") { _, ctx in try await participant(try ctx.parameters.require("patient_id")) }
+        admin.post("/participants/{patient_id}/interventions") { request, ctx in
+            try await intervention(request, try ctx.parameters.require("patient_id"))
+        }
+        admin.post("/studies/{study_id}/surveys") { request, ctx in try await createSurvey(request, try ctx.parameters.require("study_id")) }
+        admin.get("/surveys/{survey_id}") { _, ctx in try await surveyView(try ctx.parameters.require("survey_id")) }
+        admin.put("/surveys/{survey_id}") { request, ctx in try await replaceSurvey(request, try ctx.parameters.require("survey_id")) }
+        admin.delete("/surveys/{survey_id}") { _, ctx in try await deleteSurvey(try ctx.parameters.require("survey_id")) }
+        admin.get("/studies/{study_id}/occurrences") { request, ctx in try await occurrences(request, try ctx.parameters.require("study_id")) }
+        admin.get("/studies/{study_id}/pushes") { request, ctx in try await pushes(request, try ctx.parameters.require("study_id")) }
+        admin.get("/studies/{study_id}/submissions") { request, ctx in try await submissions(request, try ctx.parameters.require("study_id")) }
+        admin.get("/telemetry") { request, _ in try await telemetry(request) }
+        admin.get("/studies/{study_id}/clock") { _, ctx in try await clock(try ctx.parameters.require("study_id")) }
+        admin.post("/studies/{study_id}/clock") { request, ctx in try await moveClock(request, try ctx.parameters.require("study_id")) }
+    }
+
+    func info() -> Response {
+        JSONResponse.make(AdminWire.Info(
+            service: "mock-server", version: MockServer.version, pid: Int(getpid()), url: context.bound.url ?? "",
+            store: context.store.location.kind, kdfIterations: context.configuration.kdfIterations, relayURL: context.configuration.relayURL))
+    }
+
+    // MARK: Studies
+
+    func study(_ id: String) async throws -> StudyRecord {
+        guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: id) }) else {
+            throw MockServerError.notFound("study", id)
+        }
+        return study
+    }
+
+    func view(_ s: StudyRecord) -> AdminWire.Study {
+        AdminWire.Study(
+            studyID: s.id, name: s.name, timezone: s.timezone, scheduling: s.scheduling, maxDelayMinutes: s.maxDelayMinutes,
+            perParticipantKeys: s.perParticipantKeys, deviceSettings: DeviceSettings.merged(s.settingsObject, id: MobileRoutes.settingsID(s.id)),
+            clock: AdminWire.Clock(now: WireTime.format(s.now(real: context.realNow())), mode: s.clockMode),
+            createdAt: WireTime.format(Date(timeIntervalSince1970: s.createdAt)))
+    }
+
+    func studyView(_ id: String) async throws -> AdminWire.Study { view(try await study(id)) }
+
+    func createStudy(_ request: Request) async throws -> Response {
+        let body = try await AdminValidation.decode(AdminWire.CreateStudy.self, from: request, allowed: AdminValidation.studyKeys, limit: limit)
+        try AdminValidation.study(body)
+        let key = try RSAKey.generate(bits: 2048)
+        let frozen = body.clock.flatMap { WireTime.parse($0.frozenAt) }
+        let record = StudyRecord(
+            id: Identifiers.objectID(), name: body.name, timezone: body.timezone ?? MobileRoutes.fallbackZone, scheduling: body.scheduling,
+            deviceSettings: try WireJSON.encodeString(body.deviceSettings ?? [:]), maxDelayMinutes: body.maxDelayMinutes ?? 1440,
+            perParticipantKeys: body.perParticipantKeys ?? false, clockMode: frozen == nil ? "real" : "frozen",
+            frozenAt: frozen?.timeIntervalSince1970, privateKey: Data(try key.privateKeyDER()),
+            createdAt: context.realNow().timeIntervalSince1970)
+        try await store.write { db in try record.insert(db) }
+        return JSONResponse.make(view(record), status: .created)
+    }
+
+    func stats(_ id: String) async throws -> Response {
+        _ = try await study(id)
+        let result = try await store.read { db in
+            AdminWire.StudyStats(
+                participants: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE study_id = ?", arguments: [id]) ?? 0,
+                registered: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE study_id = ? AND registered_at IS NOT NULL", arguments: [id]) ?? 0,
+                occurrencesPending: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM occurrence WHERE study_id = ? AND status = 'pending'", arguments: [id]) ?? 0,
+                pushesSent: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push WHERE study_id = ? AND status = 'sent'", arguments: [id]) ?? 0,
+                submissions: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM submission WHERE study_id = ?", arguments: [id]) ?? 0)
+        }
+        return JSONResponse.make(result)
+    }
+
+    // MARK: Participants
+
+    func createParticipants(_ request: Request, _ studyID: String) async throws -> Response {
+        let body = try await AdminValidation.decode(AdminWire.CreateParticipants.self, from: request,
+                                                    allowed: ["patient_id", "password", "count"], limit: limit)
+        let study = try await study(studyID)
+        var wanted: [(String, String)] = []
+        if let count = body.count {
+            guard body.patientID == nil, body.password == nil else {
+                throw APIError(.badRequest, code: "invalid_field", "give either count or patient_id/password, not both", field: "count")
+            }
+            guard (1...10_000).contains(count) else { throw MockServerError.badField("count", "count must be 1-10000") }
+            wanted = (0..<count).map { _ in (Identifiers.easyAlphanumeric(), Identifiers.easyAlphanumeric()) }
+        } else {
+            let id = body.patientID ?? Identifiers.easyAlphanumeric()
+            try AdminValidation.patientID(id)
+            if let password = body.password, password.isEmpty { throw MockServerError.badField("password", "password must not be empty") }
+            wanted = [(id, body.password ?? Identifiers.easyAlphanumeric())]
+        }
+        let iterations = context.configuration.kdfIterations
+        var records: [ParticipantRecord] = []
+        for (id, password) in wanted {
+            let key: Data? = study.perParticipantKeys ? Data(try RSAKey.generate(bits: 2048).privateKeyDER()) : nil
+            records.append(ParticipantRecord(
+                patientId: id, studyId: studyID,
+                passwordRecord: try BeiwePassword.makeRecord(deviceHash: BeiwePassword.deviceHash(password), iterations: iterations),
+                privateKey: key))
+        }
+        let toInsert = records
+        try await store.write { db in
+            for record in toInsert {
+                if try ParticipantRecord.exists(db, key: record.patientId) {
+                    throw APIError(.conflict, code: "participant_exists", "participant '\(record.patientId)' already exists", field: "patient_id")
+                }
+                try record.insert(db)
+            }
+        }
+        return JSONResponse.make(AdminWire.CreatedParticipants(participants: wanted.map { AdminWire.Credentials(patientID: $0.0, password: $0.1) }),
+                                 status: .created)
+    }
+
+    func participant(_ id: String) async throws -> Response {
+        guard let p = try await store.read({ db in try ParticipantRecord.fetchOne(db, key: id) }) else {
+            throw MockServerError.notFound("participant", id)
+        }
+        return JSONResponse.make(p.view)
+    }
+
+    func intervention(_ request: Request, _ patientID: String) async throws -> Response {
+        let body = try await AdminValidation.decode(AdminWire.Intervention.self, from: request, allowed: ["name", "date"], limit: limit)
+        guard !body.name.isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
+        guard LocalDateParser.valid(body.date) else { throw MockServerError.badField("date", "date must be a real YYYY-MM-DD date", code: "invalid_date") }
+        guard let p = try await store.read({ db in try ParticipantRecord.fetchOne(db, key: patientID) }) else {
+            throw MockServerError.notFound("participant", patientID)
+        }
+        try await store.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO intervention (patient_id, name, date) VALUES (?, ?, ?)", arguments: [patientID, body.name, body.date])
+        }
+        if p.registeredAt != nil { try await context.scheduler.participantChanged(studyID: p.studyId, patientID: patientID) }
+        return JSONResponse.empty(.noContent)
+    }
+
+    // MARK: Surveys
+
+    func decodeSurvey(_ request: Request) async throws -> AdminWire.CreateSurvey {
+        let body = try await AdminValidation.decode(AdminWire.CreateSurvey.self, from: request, allowed: AdminValidation.surveyKeys, limit: limit)
+        try AdminValidation.survey(body)
+        return body
+    }
+
+    func createSurvey(_ request: Request, _ studyID: String) async throws -> Response {
+        let body = try await decodeSurvey(request)
+        _ = try await study(studyID)
+        let now = context.realNow().timeIntervalSince1970
+        let record = SurveyRecord(
+            id: Identifiers.objectID(), studyId: studyID, name: body.name, surveyType: body.surveyType,
+            content: try WireJSON.encodeString(body.content), settings: try WireJSON.encodeString(body.settings ?? .object([:])),
+            schedules: try WireJSON.encodeString(body.schedules), deleted: false, createdAt: now, updatedAt: now)
+        try await store.write { db in try record.insert(db) }
+        try await context.scheduler.surveyChanged(studyID: studyID, surveyID: record.id)
+        return JSONResponse.make(AdminWire.SurveyCreated(surveyID: record.id), status: .created)
+    }
+
+    func existingSurvey(_ id: String) async throws -> SurveyRecord {
+        guard let survey = try await store.read({ db in try SurveyRecord.fetchOne(db, key: id) }), !survey.deleted else {
+            throw MockServerError.notFound("survey", id)
+        }
+        return survey
+    }
+
+    func surveyView(_ id: String) async throws -> Response {
+        JSONResponse.make(try await existingSurvey(id).entry(withTimings: true))
+    }
+
+    func replaceSurvey(_ request: Request, _ id: String) async throws -> Response {
+        let body = try await decodeSurvey(request)
+        var survey = try await existingSurvey(id)
+        survey.name = body.name
+        survey.surveyType = body.surveyType
+        survey.content = try WireJSON.encodeString(body.content)
+        survey.settings = try WireJSON.encodeString(body.settings ?? .object([:]))
+        survey.schedules = try WireJSON.encodeString(body.schedules)
+        survey.updatedAt = context.realNow().timeIntervalSince1970
+        let updated = survey
+        try await store.write { db in try updated.update(db) }
+        try await context.scheduler.surveyChanged(studyID: survey.studyId, surveyID: id)
+        return JSONResponse.make(AdminWire.SurveyCreated(surveyID: id))
+    }
+
+    func deleteSurvey(_ id: String) async throws -> Response {
+        let survey = try await existingSurvey(id)
+        try await store.write { db in try db.execute(sql: "UPDATE survey SET deleted = 1 WHERE id = ?", arguments: [id]) }
+        try await context.scheduler.surveyChanged(studyID: survey.studyId, surveyID: id)
+        return JSONResponse.empty(.noContent)
+    }
+
+    // MARK: What happened
+
+    func occurrences(_ request: Request, _ studyID: String) async throws -> Response {
+        _ = try await study(studyID)
+        let patient = request.uri.queryParameters["patient_id"].map(String.init)
+        let all = request.uri.queryParameters["status"].map(String.init) == "all"
+        let rows = try await store.read { db in
+            var sql = "study_id = ?"
+            var args: StatementArguments = [studyID]
+            if !all { sql += " AND status = 'pending'" }
+            if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
+            return try OccurrenceRecord.filter(sql: sql, arguments: args).order(sql: "due_at, patient_id, survey_id").fetchAll(db)
+        }
+        return JSONResponse.make(rows.map(\.view))
+    }
+
+    func pushes(_ request: Request, _ studyID: String) async throws -> Response {
+        _ = try await study(studyID)
+        let patient = request.uri.queryParameters["patient_id"].map(String.init)
+        let rows = try await store.read { db in
+            var sql = "study_id = ?"
+            var args: StatementArguments = [studyID]
+            if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
+            return try PushRecord.filter(sql: sql, arguments: args).order(sql: "seq").fetchAll(db)
+        }
+        return JSONResponse.make(rows.map(\.view))
+    }
+
+    func submissions(_ request: Request, _ studyID: String) async throws -> Response {
+        _ = try await study(studyID)
+        let patient = request.uri.queryParameters["patient_id"].map(String.init)
+        let rows = try await store.read { db in
+            var sql = "study_id = ?"
+            var args: StatementArguments = [studyID]
+            if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
+            return try SubmissionRecord.filter(sql: sql, arguments: args).order(sql: "seq").fetchAll(db)
+        }
+        return JSONResponse.make(rows.map(\.view))
+    }
+
+    func telemetry(_ request: Request) async throws -> Response {
+        let q = request.uri.queryParameters
+        let client = q["client_id"].map(String.init)
+        let ping = q["ping"].map(String.init)
+        let sinceText = q["since"].map(String.init)
+        let since = sinceText.flatMap { WireTime.parse($0)?.timeIntervalSince1970 }
+        if sinceText != nil, since == nil { throw MockServerError.badField("since", "since must be an RFC 3339 time") }
+        let rows = try await store.read { db in
+            var clauses: [String] = ["1 = 1"]
+            var args: StatementArguments = []
+            if let client { clauses.append("client_id = ?"); _ = args.append(contentsOf: [client]) }
+            if let ping { clauses.append("ping = ?"); _ = args.append(contentsOf: [ping]) }
+            if let since { clauses.append("received_at >= ?"); _ = args.append(contentsOf: [since]) }
+            return try TelemetryRecord.filter(sql: clauses.joined(separator: " AND "), arguments: args).order(sql: "seq").fetchAll(db)
+        }
+        return JSONResponse.make(rows.map(\.view))
+    }
+
+    // MARK: Clock
+
+    func clock(_ id: String) async throws -> Response {
+        let s = try await study(id)
+        return JSONResponse.make(AdminWire.Clock(now: WireTime.format(s.now(real: context.realNow())), mode: s.clockMode))
+    }
+
+    static let maxAdvance = 400 * 86400
+
+    func moveClock(_ request: Request, _ id: String) async throws -> Response {
+        let body = try await AdminValidation.decode(AdminWire.ClockRequest.self, from: request, allowed: ["freeze_at", "advance_seconds", "real"], limit: limit)
+        let given = [body.freezeAt != nil, body.advanceSeconds != nil, body.real != nil].filter { $0 }.count
+        guard given == 1 else {
+            throw APIError(.badRequest, code: "invalid_clock_request", "give exactly one of freeze_at, advance_seconds, real")
+        }
+        if let seconds = body.advanceSeconds, !(0...Self.maxAdvance).contains(seconds) {
+            throw MockServerError.badField("advance_seconds", "advance_seconds must be 0-\(Self.maxAdvance) (400 days)")
+        }
+        if let real = body.real, !real { throw MockServerError.badField("real", "real must be true") }
+        if let freeze = body.freezeAt, WireTime.parse(freeze) == nil {
+            throw MockServerError.badField("freeze_at", "freeze_at must be an RFC 3339 time")
+        }
+        _ = try await study(id)
+        return JSONResponse.make(try await context.scheduler.moveClock(studyID: id, request: body))
+    }
+}
+
+/// Requires `Authorization: Bearer <token>` on the admin API.
+struct AdminTokenMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let token: String
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard request.headers[.authorization] == "Bearer \(token)" else {
+            throw APIError(.unauthorized, code: "admin_token_required", "the admin API needs Authorization: Bearer <token>")
+        }
+        return try await next(request, context)
+    }
+}
+
+enum LocalDateParser {
+    static func valid(_ text: String) -> Bool { LocalDate(text) != nil }
+}

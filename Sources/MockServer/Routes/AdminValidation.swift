@@ -1,0 +1,93 @@
+import Foundation
+import Hummingbird
+import Scheduling
+import ServerSupport
+import SurveyWire
+
+extension ScheduleError: APIErrorConvertible {
+    public var apiError: APIError { APIError(.badRequest, code: code, "schedule: \(message)", field: field) }
+}
+
+/// Checks on admin request bodies that JSON decoding alone does not make.
+enum AdminValidation {
+    static let studyKeys: Set<String> = ["name", "timezone", "scheduling", "device_settings", "clock", "max_delay_minutes", "per_participant_keys"]
+    static let surveyKeys: Set<String> = ["name", "survey_type", "content", "settings", "schedules"]
+    static let questionTypes: Set<String> = ["info_text_box", "slider", "radio_button", "checkbox", "free_response", "date", "time", "date_time"]
+    static let textFieldTypes: Set<String> = ["NUMERIC", "SINGLE_LINE_TEXT", "MULTI_LINE_TEXT"]
+
+    /// Reads a JSON object body, rejecting keys outside `allowed`, then decodes it.
+    static func decode<T: Decodable>(_ type: T.Type, from request: Request, allowed: Set<String>, limit: Int) async throws -> T {
+        let bytes = try await request.collectBody(limit: limit)
+        guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), let members = object.objectValue else {
+            throw APIError(.badRequest, code: "invalid_json", "the body must be a JSON object")
+        }
+        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
+            throw APIError(.badRequest, code: "unknown_field", "'\(unknown)' is not a field of this request", field: unknown)
+        }
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch {
+            throw APIError.invalidJSON(error)
+        }
+    }
+
+    static func study(_ body: AdminWire.CreateStudy) throws {
+        guard !body.name.trimmingCharacters(in: .whitespaces).isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
+        guard ["server", "device"].contains(body.scheduling) else {
+            throw MockServerError.badField("scheduling", "scheduling must be \"server\" or \"device\"")
+        }
+        if let zone = body.timezone, TimeZone(identifier: zone) == nil {
+            throw MockServerError.badField("timezone", "'\(zone)' is not a tz database name", code: "invalid_timezone")
+        }
+        if let minutes = body.maxDelayMinutes, minutes < 1 {
+            throw MockServerError.badField("max_delay_minutes", "max_delay_minutes must be at least 1")
+        }
+        if let clock = body.clock, WireTime.parse(clock.frozenAt) == nil {
+            throw MockServerError.badField("clock.frozen_at", "frozen_at must be an RFC 3339 time")
+        }
+        for key in (body.deviceSettings ?? [:]).keys.sorted() where DeviceSettings.defaults[key] == nil {
+            throw MockServerError.badField("device_settings.\(key)", "'\(key)' is not a Beiwe device setting", code: "unknown_field")
+        }
+    }
+
+    static func survey(_ body: AdminWire.CreateSurvey) throws {
+        guard !body.name.isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
+        guard SurveyEntry.surveyTypes.contains(body.surveyType) else {
+            throw MockServerError.badField("survey_type", "survey_type must be tracking_survey or audio_survey")
+        }
+        if let settings = body.settings, settings.objectValue == nil {
+            throw MockServerError.badField("settings", "settings must be an object")
+        }
+        var ids = Set<String>()
+        for (index, question) in body.content.enumerated() {
+            let field = "content[\(index)]"
+            guard let q = question.objectValue else { throw MockServerError.badField(field, "each question must be an object") }
+            guard let id = q["question_id"]?.stringValue, !id.isEmpty else {
+                throw MockServerError.badField("\(field).question_id", "question_id is required")
+            }
+            guard ids.insert(id).inserted else { throw MockServerError.badField("\(field).question_id", "duplicate question_id '\(id)'") }
+            guard let type = q["question_type"]?.stringValue, questionTypes.contains(type) else {
+                throw MockServerError.badField("\(field).question_type", "question_type must be one of \(questionTypes.sorted().joined(separator: ", "))")
+            }
+            if type == "free_response", let t = q["text_field_type"]?.stringValue, !textFieldTypes.contains(t) {
+                throw MockServerError.badField("\(field).text_field_type", "text_field_type must be NUMERIC, SINGLE_LINE_TEXT or MULTI_LINE_TEXT")
+            }
+            if type == "radio_button" || type == "checkbox" {
+                guard let answers = q["answers"]?.arrayValue, answers.allSatisfy({ $0["text"]?.stringValue != nil }) else {
+                    throw MockServerError.badField("\(field).answers", "\(type) needs answers: [{\"text\": ...}]")
+                }
+            }
+        }
+        for schedule in body.schedules {
+            do { try schedule.validate() } catch { throw error.apiError }
+        }
+    }
+
+    static let patientIDCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789")
+
+    static func patientID(_ id: String) throws {
+        guard (1...32).contains(id.count), id.allSatisfy({ patientIDCharacters.contains($0) }) else {
+            throw MockServerError.badField("patient_id", "patient_id must be 1-32 characters of a-z and 0-9")
+        }
+    }
+}

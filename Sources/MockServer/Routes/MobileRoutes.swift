@@ -1,0 +1,271 @@
+import Foundation
+import GRDB
+import Hummingbird
+import Logging
+import ServerSupport
+import SurveyCrypto
+import SurveyWire
+
+/// The Beiwe-compatible mobile API (PROTOCOL.md §1). Every path answers with and without a trailing
+/// slash, and on an `/ios` variant whose authentication failures are 401.
+struct MobileRoutes: Sendable {
+    let context: ServerContext
+
+    var store: Store { context.store }
+    var auth: MobileAuth { MobileAuth(store: context.store) }
+
+    typealias Handler = @Sendable (MobileForm) async throws -> Response
+
+    func add(to router: Router<BasicRequestContext>) {
+        mobile(router, "register_user", register)
+        mobile(router, "set_fcm_token", setToken)
+        mobile(router, "download_surveys", downloadSurveys)
+        mobile(router, "download_survey", downloadSurvey)
+        mobile(router, "upload", limit: context.configuration.maxUploadBytes, upload)
+        mobile(router, "mobile-heartbeat", heartbeat)
+        mobile(router, "get_latest_device_settings", deviceSettings)
+        mobile(router, "confirm_notifications", confirmNotifications)
+    }
+
+    private func mobile(_ router: Router<BasicRequestContext>, _ name: String, limit: Int? = nil, _ handler: @escaping Handler) {
+        let limit = limit ?? context.configuration.maxBodyBytes
+        for (path, isIOS) in [("/\(name)", false), ("/\(name)/ios", true)] {
+            router.post(RouterPath(path)) { request, _ in
+                let form = try await MobileForm.read(request, isIOS: isIOS, limit: limit)
+                return try await handler(form)
+            }
+        }
+    }
+
+    // MARK: Registration
+
+    struct RegistrationResponse: Encodable {
+        var clientPublicKey: String
+        var deviceSettings: [String: JSONValue]
+        var iosPlist: JSONValue = .null
+        var androidFirebaseJSON: JSONValue = .null
+        var studyName: String
+        var studyID: String
+        var scheduling: String
+        var timezone: String
+        enum CodingKeys: String, CodingKey {
+            case clientPublicKey = "client_public_key", deviceSettings = "device_settings", iosPlist = "ios_plist"
+            case androidFirebaseJSON = "android_firebase_json", studyName = "study_name", studyID = "study_id", scheduling, timezone
+        }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(clientPublicKey, forKey: .clientPublicKey)
+            try c.encode(deviceSettings, forKey: .deviceSettings)
+            try c.encode(iosPlist, forKey: .iosPlist)
+            try c.encode(androidFirebaseJSON, forKey: .androidFirebaseJSON)
+            try c.encode(studyName, forKey: .studyName)
+            try c.encode(studyID, forKey: .studyID)
+            try c.encode(scheduling, forKey: .scheduling)
+            try c.encode(timezone, forKey: .timezone)
+        }
+    }
+
+    static let fallbackZone = "America/New_York"
+
+    func register(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        let newPassword = try form.require("new_password")
+        _ = try form.require("phone_number")
+        let token = form["fcm_token"].flatMap { $0.isEmpty ? nil : $0 }
+        if study.isServerScheduled, token == nil {
+            throw APIError(.badRequest, code: "push_token_required",
+                           "this study schedules surveys on the server and pushes them; registration needs a non-empty fcm_token")
+        }
+        if let token, token.utf8.count > 256 {
+            throw MockServerError.badField("fcm_token", "fcm_token is longer than 256 characters")
+        }
+        let requestedZone = form["timezone"] ?? ""
+        let zoneIsValid = !requestedZone.isEmpty && TimeZone(identifier: requestedZone) != nil
+        let zone = zoneIsValid ? requestedZone : Self.fallbackZone
+        let record = try BeiwePassword.makeRecord(deviceHash: BeiwePassword.deviceHash(newPassword), iterations: context.configuration.kdfIterations)
+        let now = study.now(real: context.realNow())
+        var info: [String: String] = [:]
+        for key in ["device_os", "os_version", "product", "brand", "hardware_id", "manufacturer", "model", "beiwe_version", "phone_number"] {
+            info[key] = form[key] ?? "none"
+        }
+        let infoText = try WireJSON.encodeString(info)
+        let os = form.isIOS ? "ios" : "android"
+        let deviceID = form["device_id"] ?? ""
+        let patientID = participant.patientId
+        try await store.write { db in
+            if let token, let holder = try String.fetchOne(db, sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?",
+                                                           arguments: [token, patientID]) {
+                throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant (\(holder))", field: "fcm_token")
+            }
+            guard var p = try ParticipantRecord.fetchOne(db, key: patientID) else { throw MobileAuth.denied(form, "unknown participant") }
+            if p.registeredAt == nil {
+                p.registeredAt = now.timeIntervalSince1970
+                p.timezone = zone
+                p.timezoneFallback = !zoneIsValid
+            }
+            p.lastRegisteredAt = now.timeIntervalSince1970
+            p.passwordRecord = record
+            p.deviceId = deviceID
+            p.os = os
+            p.deviceInfo = infoText
+            p.pushToken = token
+            p.tokenUnregisteredAt = nil
+            p.retryAfter = nil
+            try p.update(db)
+        }
+        try await auth.recordDeviceFields(form, patientID: patientID, at: now)
+        try await context.scheduler.participantChanged(studyID: study.id, patientID: patientID)
+        let registered = try await store.read { db in try ParticipantRecord.fetchOne(db, key: patientID) }
+        let key = try RSAKey(privateKeyDER: [UInt8](participant.privateKey ?? study.privateKey))
+        let settings = DeviceSettings.merged(study.settingsObject, id: Self.settingsID(study.id))
+        return JSONResponse.make(RegistrationResponse(
+            clientPublicKey: Data(key.publicKeyDER()).base64EncodedString(), deviceSettings: settings,
+            studyName: study.name, studyID: study.id, scheduling: study.scheduling, timezone: registered?.timezone ?? zone))
+    }
+
+    static func settingsID(_ studyID: String) -> Int { Int(studyID.suffix(6), radix: 16) ?? 1 }
+
+    // MARK: Push token
+
+    func setToken(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        let token = try form.require("fcm_token")
+        guard token.utf8.count <= 256 else { throw MockServerError.badField("fcm_token", "fcm_token is longer than 256 characters") }
+        let patientID = participant.patientId
+        try await store.write { db in
+            if try String.fetchOne(db, sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?",
+                                   arguments: [token, patientID]) != nil {
+                throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant", field: "fcm_token")
+            }
+            try db.execute(sql: "UPDATE participant SET push_token = ?, token_unregistered_at = NULL, retry_after = NULL WHERE patient_id = ?",
+                           arguments: [token, patientID])
+        }
+        try await auth.recordDeviceFields(form, patientID: patientID, at: study.now(real: context.realNow()))
+        // Occurrences held back while the token was unregistered go out now, in one push.
+        if study.isServerScheduled, participant.registeredAt != nil {
+            try await context.scheduler.tick(studyID: study.id)
+        }
+        return JSONResponse.empty(.noContent)
+    }
+
+    // MARK: Surveys
+
+    func downloadSurveys(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
+        let surveys = try await store.read { db in
+            try SurveyRecord.filter(sql: "study_id = ? AND deleted = 0", arguments: [study.id]).order(sql: "created_at, id").fetchAll(db)
+        }
+        return JSONResponse.make(surveys.map { $0.entry(withTimings: true) })
+    }
+
+    func downloadSurvey(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        let surveyID = try form.require("survey_id")
+        try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
+        let survey = try await store.read { db in try SurveyRecord.fetchOne(db, key: surveyID) }
+        guard let survey, survey.studyId == study.id, !survey.deleted else {
+            throw APIError(.notFound, code: "survey_not_found", "no survey '\(surveyID)' in this participant's study")
+        }
+        return JSONResponse.make(survey.entry(withTimings: false))
+    }
+
+    // MARK: Upload
+
+    static let allowedExtensions: Set<String> = ["csv", "json", "mp4", "wav", "txt", "jpg"]
+
+    private func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    }
+
+    func upload(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        let now = study.now(real: context.realNow())
+        try await auth.recordDeviceFields(form, patientID: participant.patientId, at: now)
+        guard let fileName = form["file_name"], !fileName.isEmpty,
+              let ext = fileName.split(separator: ".").last.map(String.init), Self.allowedExtensions.contains(ext.lowercased()),
+              !fileName.hasPrefix("rList"), !fileName.hasPrefix("PersistedInstallation")
+        else { return text(.ok, "file obviously invalid.") }
+        guard let file = form["file"] else { return text(.badRequest, "file not present") }
+        guard !file.isEmpty else { return text(.ok, "empty file?") }
+        let key = try RSAKey(privateKeyDER: [UInt8](participant.privateKey ?? study.privateKey))
+        let decrypted: BeiweFile.Decrypted
+        switch Self.decrypt(file, key: key) {
+        case .success(let value):
+            decrypted = value
+        case .failure(let error):
+            context.logger.info("undecryptable upload", metadata: ["file_name": "\(fileName)", "error": "\(error)"])
+            return text(.ok, "file was bad due to '\(error.code)', delete it.")
+        }
+        let parts = fileName.split(separator: "_")
+        let stream = parts.count > 1 ? String(parts[1]) : "unknown"
+        let patientID = participant.patientId
+        let submission: (surveyID: String, answers: String)?
+        if stream == "surveyAnswers" {
+            guard parts.count >= 4 else { return text(.ok, "file obviously invalid.") }
+            let answers: [SurveyAnswer]
+            switch Self.parseAnswers(decrypted.lines) {
+            case .success(let value): answers = value
+            case .failure(let error): return text(.ok, "file was bad due to '\(error.code)', delete it.")
+            }
+            submission = (String(parts[2]), try WireJSON.encodeString(answers))
+        } else {
+            submission = nil
+        }
+        let content = decrypted.lines.joined(separator: "\n")
+        let lineCount = decrypted.lines.count
+        let badLines = decrypted.badLines.count
+        try await store.write { db in
+            try db.execute(sql: """
+                INSERT OR IGNORE INTO upload (patient_id, file_name, stream, received_at, lines, bad_lines, content)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [patientID, fileName, stream, now.timeIntervalSince1970, lineCount, badLines, content])
+            if let submission {
+                try db.execute(sql: """
+                    INSERT OR IGNORE INTO submission (study_id, patient_id, survey_id, file_name, received_at, answers)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """, arguments: [study.id, patientID, submission.surveyID, fileName, now.timeIntervalSince1970, submission.answers])
+            }
+        }
+        return text(.ok, "upload successful.")
+    }
+
+    static func decrypt(_ file: String, key: RSAKey) -> Result<BeiweFile.Decrypted, CryptoError> {
+        do { return .success(try BeiweFile.decrypt(file, privateKey: key)) } catch { return .failure(error) }
+    }
+
+    static func parseAnswers(_ lines: [String]) -> Result<[SurveyAnswer], WireFormatError> {
+        do { return .success(try SurveyAnswersCSV.parse(lines: lines)) } catch { return .failure(error) }
+    }
+
+    // MARK: Other
+
+    func heartbeat(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        let now = study.now(real: context.realNow())
+        try await auth.recordDeviceFields(form, patientID: participant.patientId, at: now)
+        let message = form["message"]
+        let patientID = participant.patientId
+        try await store.write { db in
+            try db.execute(sql: "INSERT INTO heartbeat (patient_id, at, message) VALUES (?, ?, ?)",
+                           arguments: [patientID, now.timeIntervalSince1970, message])
+            try db.execute(sql: "UPDATE participant SET last_heartbeat_at = ? WHERE patient_id = ?", arguments: [now.timeIntervalSince1970, patientID])
+        }
+        return JSONResponse.make(["status": "ok"])
+    }
+
+    func deviceSettings(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
+        var settings = DeviceSettings.merged(study.settingsObject, id: Self.settingsID(study.id))
+        settings["enable_extensive_device_info_tracking"] = false
+        return JSONResponse.make(settings)
+    }
+
+    func confirmNotifications(_ form: MobileForm) async throws -> Response {
+        let (participant, study) = try await auth.authenticate(form)
+        _ = try form.require("notification_uuids")
+        try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
+        return JSONResponse.empty(.noContent)
+    }
+}

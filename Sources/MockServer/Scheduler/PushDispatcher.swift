@@ -1,0 +1,66 @@
+import Foundation
+import Logging
+import SurveyWire
+import Transport
+
+/// Sends survey pushes to the relay: APNs-style for iOS participants, FCM-style for Android ones.
+struct PushDispatcher: Sendable {
+    /// What the relay said.
+    struct Outcome: Sendable {
+        /// `sent`, `token_unregistered`, `relay_error`.
+        var status: String
+        var relayStatus: Int?
+        var reason: String?
+    }
+
+    let client: HTTPClient
+    let relayURL: String?
+    let fcmProject: String
+    let logger: Logger
+
+    func send(token: String, os: String?, push: SurveyPush, id: String) async -> Outcome {
+        guard let relayURL else { return Outcome(status: "relay_error", relayStatus: nil, reason: "no relay URL configured") }
+        let data = push.dataFields()
+        let request: HTTPRequest
+        do {
+            if os == "ios" {
+                var body: [String: JSONValue] = data.mapValues { .string($0) }
+                let text = push.surveyIDs.count > 1 ? "You have surveys to take." : "You have a survey to take."
+                body["aps"] = ["alert": ["title": "Beiwe", "body": .string(text)], "sound": "default"]
+                request = try HTTPRequest.json("\(relayURL)/3/device/\(token)", body: JSONValue.object(body))
+                    .adding(header: "apns-id", id)
+                    .adding(header: "apns-push-type", "alert")
+                    .adding(header: "apns-priority", "10")
+            } else {
+                let message = RelayWire.FCMSendRequest(message: .init(token: token, data: data, android: .init(priority: "high")))
+                request = try HTTPRequest.json("\(relayURL)/v1/projects/\(fcmProject)/messages:send", body: message)
+            }
+        } catch {
+            return Outcome(status: "relay_error", relayStatus: nil, reason: "could not encode the push: \(error)")
+        }
+        var timed = request
+        timed.timeout = .seconds(10)
+        do {
+            let response = try await client.send(timed)
+            switch response.status {
+            case 200:
+                return Outcome(status: "sent", relayStatus: 200, reason: nil)
+            case 410, 404:
+                return Outcome(status: "token_unregistered", relayStatus: response.status, reason: Self.reason(response))
+            default:
+                return Outcome(status: "relay_error", relayStatus: response.status, reason: Self.reason(response))
+            }
+        } catch {
+            logger.warning("push to relay failed", metadata: ["error": "\(error)"])
+            return Outcome(status: "relay_error", relayStatus: nil, reason: error.code)
+        }
+    }
+
+    /// APNs `reason` or FCM `errorCode` from an error body.
+    static func reason(_ response: HTTPResponse) -> String? {
+        guard let json = try? response.decode(JSONValue.self) else { return nil }
+        if let reason = json["reason"]?.stringValue { return reason }
+        if let details = json["error"]?["details"]?.arrayValue, let code = details.first?["errorCode"]?.stringValue { return code }
+        return json["error"]?["status"]?.stringValue
+    }
+}

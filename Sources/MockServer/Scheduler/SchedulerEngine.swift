@@ -1,0 +1,253 @@
+import Foundation
+import GRDB
+import Logging
+import Scheduling
+import SurveyWire
+
+/// Runs survey schedules: materializes occurrences, walks due moments in order, sends one push per
+/// participant per moment (bundling every survey due), and records each outcome in the push log.
+final class SchedulerEngine: Sendable {
+    let store: Store
+    let dispatcher: PushDispatcher
+    let locks = StudyLocks()
+    let realNow: @Sendable () -> Date
+    let logger: Logger
+    /// Study-clock seconds to wait before retrying a participant after a relay error.
+    let retryDelay: TimeInterval = 60
+    /// Pushes in flight at once within one moment.
+    let parallelism = 32
+
+    init(store: Store, dispatcher: PushDispatcher, realNow: @escaping @Sendable () -> Date, logger: Logger) {
+        self.store = store
+        self.dispatcher = dispatcher
+        self.realNow = realNow
+        self.logger = logger
+    }
+
+    /// The study's current time.
+    func now(of study: StudyRecord) -> Date { study.now(real: realNow()) }
+
+    // MARK: Clock
+
+    /// Applies a clock request under the study's lock and returns what fired.
+    func moveClock(studyID: String, request: AdminWire.ClockRequest) async throws -> AdminWire.ClockResult {
+        try await locks.withLock(studyID) {
+            guard var study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else {
+                throw MockServerError.notFound("study", studyID)
+            }
+            let current = self.now(of: study)
+            let target: Date
+            if let freeze = request.freezeAt {
+                guard let t = WireTime.parse(freeze) else {
+                    throw MockServerError.badField("freeze_at", "freeze_at must be an RFC 3339 time")
+                }
+                target = t
+                study.clockMode = "frozen"
+            } else if let seconds = request.advanceSeconds {
+                target = current.addingTimeInterval(TimeInterval(seconds))
+                study.clockMode = "frozen"
+            } else {
+                study.clockMode = "real"
+                study.frozenAt = nil
+                target = self.realNow()
+            }
+            if study.clockMode == "frozen" { study.frozenAt = current.timeIntervalSince1970 }
+            let snapshot = study
+            try await store.write { db in try snapshot.update(db) }
+            let fired = try await self.runDue(study: study, through: target)
+            if study.clockMode == "frozen" {
+                study.frozenAt = target.timeIntervalSince1970
+                let final = study
+                try await store.write { db in try final.update(db) }
+            }
+            return AdminWire.ClockResult(now: WireTime.format(target), mode: study.clockMode, fired: fired.map(\.view))
+        }
+    }
+
+    /// Sends everything due up to the study's current time (used by the real-time ticker and after token changes).
+    @discardableResult
+    func tick(studyID: String) async throws -> [PushRecord] {
+        try await locks.withLock(studyID) {
+            guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }), study.isServerScheduled else {
+                return []
+            }
+            return try await self.runDue(study: study, through: self.now(of: study))
+        }
+    }
+
+    /// Recomputes one survey's occurrences for every registered participant (after create, edit or delete).
+    func surveyChanged(studyID: String, surveyID: String) async throws {
+        try await locks.withLock(studyID) {
+            guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else { return }
+            let now = self.now(of: study)
+            try await store.write { db in
+                guard let survey = try SurveyRecord.fetchOne(db, key: surveyID) else { return }
+                let participants = try ParticipantRecord.filter(sql: "study_id = ? AND registered_at IS NOT NULL", arguments: [studyID]).fetchAll(db)
+                for participant in participants {
+                    try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now)
+                }
+            }
+        }
+    }
+
+    /// Recomputes a participant's occurrences (after registration or an intervention date).
+    func participantChanged(studyID: String, patientID: String) async throws {
+        try await locks.withLock(studyID) {
+            guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else { return }
+            let now = self.now(of: study)
+            try await store.write { db in
+                guard let participant = try ParticipantRecord.fetchOne(db, key: patientID) else { return }
+                let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db)
+                if participant.materializedThrough == nil {
+                    try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: now.addingTimeInterval(OccurrencePlanner.horizon))
+                } else {
+                    for survey in surveys { try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now) }
+                }
+            }
+        }
+    }
+
+    // MARK: Due processing (caller holds the study lock)
+
+    private struct Due: Sendable {
+        var participant: ParticipantRecord
+        var occurrences: [OccurrenceRecord]
+    }
+
+    private func runDue(study: StudyRecord, through target: Date) async throws -> [PushRecord] {
+        guard study.isServerScheduled else { return [] }
+        let studyID = study.id
+        // Materialize everyone up to the horizon past the target.
+        try await store.write { db in
+            let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db)
+            let participants = try ParticipantRecord
+                .filter(sql: "study_id = ? AND registered_at IS NOT NULL AND retired = 0", arguments: [studyID]).fetchAll(db)
+            for participant in participants {
+                try OccurrencePlanner.extend(db, participant: participant, surveys: surveys,
+                                             through: target.addingTimeInterval(OccurrencePlanner.horizon))
+            }
+        }
+        let moments = try await store.read { db in
+            try Double.fetchAll(db, sql: """
+                SELECT DISTINCT due_at FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ? ORDER BY due_at
+                """, arguments: [studyID, target.timeIntervalSince1970])
+        }
+        var fired: [PushRecord] = []
+        var lastMoment: Double = -.infinity
+        for moment in moments where moment > lastMoment {
+            lastMoment = moment
+            fired += try await fire(study: study, at: Date(timeIntervalSince1970: moment))
+        }
+        // Retries whose wait ended after the last due moment, and catch-up after a token change.
+        if target.timeIntervalSince1970 > lastMoment {
+            fired += try await fire(study: study, at: target)
+        }
+        return fired
+    }
+
+    /// Sends, at study time `moment`, one push per participant bundling all their pending occurrences due by then.
+    private func fire(study: StudyRecord, at moment: Date) async throws -> [PushRecord] {
+        let studyID = study.id
+        let maxDelay = TimeInterval(study.maxDelayMinutes * 60)
+        let t = moment.timeIntervalSince1970
+        let due: [Due] = try await store.read { db in
+            let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ?", arguments: [studyID, t])
+                .order(sql: "patient_id, due_at").fetchAll(db)
+            var groups: [String: [OccurrenceRecord]] = [:]
+            for row in rows { groups[row.patientId, default: []].append(row) }
+            return try groups.keys.sorted().compactMap { patientID in
+                guard let p = try ParticipantRecord.fetchOne(db, key: patientID), !p.retired else { return nil }
+                return Due(participant: p, occurrences: groups[patientID]!)
+            }
+        }
+        guard !due.isEmpty else { return [] }
+        return try await withThrowingTaskGroup(of: [PushRecord].self) { group in
+            var results: [PushRecord] = []
+            var iterator = due.makeIterator()
+            var running = 0
+            while running < parallelism, let next = iterator.next() {
+                group.addTask { try await self.deliver(next, studyID: studyID, at: t, maxDelay: maxDelay) }
+                running += 1
+            }
+            while let done = try await group.next() {
+                results += done
+                if let next = iterator.next() {
+                    group.addTask { try await self.deliver(next, studyID: studyID, at: t, maxDelay: maxDelay) }
+                }
+            }
+            return results.sorted { ($0.patientId, $0.dueAt) < ($1.patientId, $1.dueAt) }
+        }
+    }
+
+    private func deliver(_ due: Due, studyID: String, at t: Double, maxDelay: TimeInterval) async throws -> [PushRecord] {
+        var logged: [PushRecord] = []
+        let expired = due.occurrences.filter { t - $0.dueAt > maxDelay }
+        let live = due.occurrences.filter { t - $0.dueAt <= maxDelay }
+        if !expired.isEmpty {
+            let record = Self.logRecord(studyID: studyID, patientID: due.participant.patientId, occurrences: expired, sentAt: nil,
+                                        status: "expired", relayStatus: nil, reason: "older than max_delay_minutes", nonce: nil)
+            try await store.write { db in
+                try record.insert(db)
+                for o in expired {
+                    try db.execute(sql: "UPDATE occurrence SET status = 'expired', push_uuid = ? WHERE uuid = ?", arguments: [record.uuid, o.uuid])
+                }
+            }
+            logged.append(record)
+        }
+        let p = due.participant
+        guard !live.isEmpty, let token = p.pushToken, p.tokenUnregisteredAt == nil else { return logged }
+        if let retryAfter = p.retryAfter, retryAfter > t { return logged }
+
+        var surveyIDs: [String] = []
+        var uuids: [String: [String]] = [:]
+        for o in live {
+            if !surveyIDs.contains(o.surveyId) { surveyIDs.append(o.surveyId) }
+            uuids[o.surveyId, default: []].append(o.uuid)
+        }
+        let pushID = UUID().uuidString.lowercased()
+        let nonce = Identifiers.nonce()
+        let minDue = live.map(\.dueAt).min() ?? t
+        let push = SurveyPush(surveyIDs: surveyIDs, sentTime: WireTime.beiweSentTime(Date(timeIntervalSince1970: minDue)),
+                              nonce: nonce, surveyUUIDs: uuids)
+        let outcome = await dispatcher.send(token: token, os: p.os, push: push, id: pushID)
+        var record = Self.logRecord(studyID: studyID, patientID: p.patientId, occurrences: live,
+                                    sentAt: outcome.status == "sent" ? t : nil, status: outcome.status,
+                                    relayStatus: outcome.relayStatus, reason: outcome.reason, nonce: nonce)
+        record.uuid = pushID
+        let final = record
+        let retryDelay = self.retryDelay
+        try await store.write { db in
+            try final.insert(db)
+            switch outcome.status {
+            case "sent":
+                for o in live {
+                    try db.execute(sql: "UPDATE occurrence SET status = 'sent', push_uuid = ? WHERE uuid = ?", arguments: [pushID, o.uuid])
+                }
+                try db.execute(sql: "UPDATE participant SET retry_after = NULL WHERE patient_id = ?", arguments: [p.patientId])
+            case "token_unregistered":
+                try db.execute(sql: "UPDATE participant SET token_unregistered_at = ? WHERE patient_id = ? AND push_token = ?",
+                               arguments: [t, p.patientId, token])
+            default:
+                try db.execute(sql: "UPDATE participant SET retry_after = ? WHERE patient_id = ?", arguments: [t + retryDelay, p.patientId])
+            }
+        }
+        if outcome.status != "sent" {
+            logger.info("push not delivered", metadata: ["patient_id": "\(p.patientId)", "status": "\(outcome.status)",
+                                                         "relay_status": "\(outcome.relayStatus.map(String.init) ?? "-")"])
+        }
+        logged.append(final)
+        return logged
+    }
+
+    private static func logRecord(studyID: String, patientID: String, occurrences: [OccurrenceRecord], sentAt: Double?, status: String,
+                                  relayStatus: Int?, reason: String?, nonce: String?) -> PushRecord {
+        var surveyIDs: [String] = []
+        for o in occurrences where !surveyIDs.contains(o.surveyId) { surveyIDs.append(o.surveyId) }
+        return PushRecord(
+            seq: nil, uuid: UUID().uuidString.lowercased(), studyId: studyID, patientId: patientID,
+            surveyIds: (try? WireJSON.encodeString(surveyIDs)) ?? "[]",
+            scheduleUuids: (try? WireJSON.encodeString(occurrences.map(\.uuid))) ?? "[]",
+            dueAt: occurrences.map(\.dueAt).min() ?? 0, sentAt: sentAt, status: status, relayStatus: relayStatus,
+            relayReason: reason, nonce: nonce)
+    }
+}

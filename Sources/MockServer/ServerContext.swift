@@ -1,0 +1,14 @@
+import Foundation
+import Logging
+import ServerSupport
+
+/// What every route of the mock server shares.
+struct ServerContext: Sendable {
+    let configuration: MockServerConfiguration
+    let store: Store
+    let scheduler: SchedulerEngine
+    let realNow: @Sendable () -> Date
+    let bound: BoundAddress
+    let metrics: ServerMetrics
+    let logger: Logger
+}
