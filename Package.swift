@@ -132,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "survey-cli",
             dependencies: [
-                "ClientSDK", "TrioTesting", "SurveyWire",
+                "ClientSDK", "TrioTesting", "SurveyWire", "Scheduling",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

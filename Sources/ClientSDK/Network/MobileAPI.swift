@@ -1,0 +1,50 @@
+import Foundation
+import SurveyWire
+import Transport
+
+/// Form requests to the study server's mobile API, with the credentials and device fields every request carries.
+struct MobileAPI: Sendable {
+    let client: HTTPClient
+    let configuration: SurveyClientConfiguration
+
+    func path(_ endpoint: String) -> String {
+        configuration.platform == .ios && endpoint != "set_fcm_token"
+            ? "\(configuration.serverURL)/\(endpoint)/ios" : "\(configuration.serverURL)/\(endpoint)"
+    }
+
+    func baseForm(state: ClientState) -> FormBody {
+        FormBody([
+            ("patient_id", configuration.patientID), ("password", state.passwordHash), ("device_id", state.deviceID),
+            ("timezone", configuration.timeZone), ("version_code", SurveyClient.sdkVersion), ("version_name", SurveyClient.sdkVersion),
+            ("os_version", ProcessInfo.processInfo.operatingSystemVersionString),
+        ])
+    }
+
+    /// POSTs a form; network failures become `transport` errors.
+    func post(_ endpoint: String, _ form: FormBody) async throws(SurveyClientError) -> HTTPResponse {
+        do {
+            return try await client.send(.form(path(endpoint), form.encoded()))
+        } catch {
+            throw SurveyClientError(code: "transport", message: "\(endpoint): \(error)")
+        }
+    }
+
+    /// POSTs an upload: multipart on iOS (as the iOS app does), urlencoded on Android.
+    func upload(_ form: FormBody) async throws(SurveyClientError) -> HTTPResponse {
+        do {
+            if configuration.platform == .ios {
+                let boundary = "survey-sdk-" + UUID().uuidString
+                let parts = form.fields.map { MultipartForm.Part(name: $0.name, filename: $0.name == "file" ? form["file_name"] : nil, body: Array($0.value.utf8)) }
+                return try await client.send(.multipart(path("upload"), boundary: boundary, body: MultipartForm(parts: parts).encoded(boundary: boundary)))
+            }
+            return try await client.send(.form(path("upload"), form.encoded()))
+        } catch {
+            throw SurveyClientError(code: "transport", message: "upload: \(error)")
+        }
+    }
+
+    /// The `{"error": {...}}` code of a response, if it has one.
+    static func errorCode(_ response: HTTPResponse) -> String? {
+        (try? response.decode(ErrorBody.self))?.error.code
+    }
+}

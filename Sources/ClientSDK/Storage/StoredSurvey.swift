@@ -1,0 +1,61 @@
+import Foundation
+import SurveyWire
+
+/// A survey spec kept on disk from the push that announced it until its answers are accepted.
+public struct StoredSurvey: Sendable, Codable, Equatable {
+    /// The spec as `/download_survey` served it.
+    public var entry: SurveyEntry
+    /// Schedule uuids of the occurrences this survey answers.
+    public var scheduleUUIDs: [String]
+    /// The push's `sent_time` (Beiwe form, UTC).
+    public var sentTime: String
+    /// When the device stored it (RFC 3339).
+    public var receivedAt: String
+
+    public var surveyID: String { entry.id }
+
+    public init(entry: SurveyEntry, scheduleUUIDs: [String], sentTime: String, receivedAt: String) {
+        self.entry = entry
+        self.scheduleUUIDs = scheduleUUIDs
+        self.sentTime = sentTime
+        self.receivedAt = receivedAt
+    }
+}
+
+/// What the client remembers between runs.
+struct ClientState: Codable, Sendable {
+    var deviceID: String
+    var relayToken: String?
+    /// Device hash of the password in force (the temporary one until registration succeeds).
+    var passwordHash: String
+    var registered = false
+    var studyID: String?
+    var scheduling: String?
+    var timeZone: String?
+    /// base64 DER of the study's public key.
+    var publicKey: String?
+    var clientID: String
+    var pingSeq = 0
+    /// Nonces and schedule uuids already handled, newest last (bounded).
+    var seenNonces: [String] = []
+    var seenUUIDs: [String] = []
+    /// Telemetry events not yet in a ping.
+    var pendingEvents: [PendingEvent] = []
+    var pendingStart: String?
+
+    struct PendingEvent: Codable, Sendable {
+        var timestampMillis: Int64
+        var category: String
+        var name: String
+        var extra: [String: String]?
+    }
+
+    static let seenLimit = 2000
+
+    mutating func remember(nonce: String, uuids: [String]) {
+        if !nonce.isEmpty { seenNonces.append(nonce) }
+        seenUUIDs.append(contentsOf: uuids)
+        if seenNonces.count > Self.seenLimit { seenNonces.removeFirst(seenNonces.count - Self.seenLimit) }
+        if seenUUIDs.count > Self.seenLimit { seenUUIDs.removeFirst(seenUUIDs.count - Self.seenLimit) }
+    }
+}

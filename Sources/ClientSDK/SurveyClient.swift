@@ -1,0 +1,394 @@
+import Foundation
+import Logging
+import SurveyCrypto
+import SurveyWire
+import Transport
+
+/// A participant's device: registers with a study server, holds the push relay link, keeps every pushed
+/// survey's spec on disk until its answers are accepted, uploads answers in Beiwe's encrypted format,
+/// and sends telemetry pings.
+///
+/// ```swift
+/// let client = try SurveyClient(configuration: config)
+/// try await client.start()
+/// for await event in client.events { ... }
+/// ```
+/// State lives under the configuration's storage directory, so a client recreated on the same directory
+/// (after a crash or restart) keeps its token, registration, stored surveys and unsent uploads.
+public actor SurveyClient {
+    /// Reported as the app and telemetry SDK version.
+    public static let sdkVersion = "0.1.0"
+
+    /// Events in the order they happen. One consumer; buffered until read.
+    public nonisolated let events: AsyncStream<SurveyClientEvent>
+    private let continuation: AsyncStream<SurveyClientEvent>.Continuation
+
+    private let configuration: SurveyClientConfiguration
+    private let http: HTTPClient
+    private let ownsHTTP: Bool
+    private let api: MobileAPI
+    private let files: ClientStore
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private var state: ClientState
+    private var streamTask: Task<Void, Never>?
+
+    /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
+    /// - Parameters:
+    ///   - httpClient: a shared client (for many simulated devices in one process); one is made when nil.
+    ///   - now: the device clock.
+    public init(configuration: SurveyClientConfiguration, httpClient: HTTPClient? = nil, logger: Logger = Logger(label: "survey-sdk"),
+                now: @escaping @Sendable () -> Date = { Date() }) throws(SurveyClientError) {
+        self.configuration = configuration
+        self.http = httpClient ?? HTTPClient()
+        self.ownsHTTP = httpClient == nil
+        self.api = MobileAPI(client: http, configuration: configuration)
+        self.files = try ClientStore(root: configuration.storageDirectory)
+        self.logger = logger
+        self.now = now
+        if let stored = try files.read(ClientState.self, from: files.stateURL) {
+            state = stored
+        } else {
+            state = ClientState(deviceID: configuration.deviceID ?? UUID().uuidString.lowercased(),
+                                passwordHash: BeiwePassword.deviceHash(configuration.temporaryPassword),
+                                clientID: UUID().uuidString.lowercased())
+        }
+        (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream()
+    }
+
+    // MARK: Lifecycle
+
+    /// Gets a relay token (once), opens the push stream (reconnecting on its own), registers (once), and
+    /// retries uploads left from an earlier run.
+    /// - Throws: ``SurveyClientError`` when the relay or the server refuses (e.g. `push_token_required`,
+    ///   `invalid_credentials`); the stream keeps running only after success.
+    public func start() async throws(SurveyClientError) {
+        if state.relayToken == nil { try await obtainToken() }
+        startStream()
+        if !state.registered { try await register() }
+        await retryUploads()
+        await retryPings()
+    }
+
+    /// Stops the push stream and sends waiting telemetry (best effort). The client can be started again.
+    public func stop() async {
+        streamTask?.cancel()
+        streamTask = nil
+        if !state.pendingEvents.isEmpty { try? await flushTelemetry() }
+    }
+
+    /// Stops and releases the HTTP client if this client made it; ends ``events``.
+    public func close() async {
+        await stop()
+        continuation.finish()
+        if ownsHTTP { http.shutdown() }
+    }
+
+    // MARK: Queries
+
+    /// Surveys stored and not yet answered, oldest first.
+    public func pendingSurveys() -> [StoredSurvey] {
+        files.list(StoredSurvey.self, in: files.surveysURL).map(\.1).sorted { $0.receivedAt < $1.receivedAt }
+    }
+
+    /// The relay token in use.
+    public var pushToken: String? { state.relayToken }
+    /// True once `/register_user` succeeded.
+    public var isRegistered: Bool { state.registered }
+    /// The telemetry client id.
+    public var clientID: String { state.clientID }
+
+    // MARK: Relay
+
+    private func obtainToken() async throws(SurveyClientError) {
+        let request: HTTPRequest
+        do {
+            request = try .json("\(configuration.relayURL)/v1/devices", body: RelayWire.DeviceRequest(platform: configuration.platform.rawValue, appID: configuration.appID))
+        } catch {
+            throw SurveyClientError(code: "transport", message: "cannot encode token request: \(error)")
+        }
+        let response: HTTPResponse
+        do { response = try await http.send(request) } catch {
+            throw SurveyClientError(code: "transport", message: "relay: \(error)")
+        }
+        guard response.status == 201, let token = try? response.decode(RelayWire.TokenResponse.self).token else {
+            throw SurveyClientError(code: "relay_refused", message: "relay answered \(response.status): \(response.text)", status: response.status)
+        }
+        state.relayToken = token
+        try save()
+    }
+
+    private func startStream() {
+        guard streamTask == nil, let token = state.relayToken else { return }
+        let http = self.http
+        let url = "\(configuration.relayURL)/v1/devices/\(token)/stream"
+        let logger = self.logger
+        streamTask = Task { [weak self] in
+            var delay = 0.1
+            while !Task.isCancelled {
+                do {
+                    let stream = try await http.eventStream(HTTPRequest(url: url))
+                    if stream.status == 200 {
+                        delay = 0.1
+                        for try await item in stream.items {
+                            guard case .event(let event) = item, let self else { continue }
+                            await self.handle(event)
+                        }
+                    } else if stream.status == 410 || stream.status == 404 {
+                        await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(stream.status) for the stream", status: stream.status)))
+                        return
+                    }
+                } catch {
+                    if Task.isCancelled { return }
+                    logger.debug("push stream dropped", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+                delay = min(delay * 2, 5)
+            }
+        }
+    }
+
+    private func handle(_ event: ServerSentEvent) async {
+        guard event.event == "push" else { return }
+        guard let message = try? WireJSON.decode(RelayWire.Message.self, from: event.data) else {
+            emit(.error(SurveyClientError(code: "bad_push", message: "unreadable relay message")))
+            return
+        }
+        let data = SurveyPush.dataFields(fromRelayPayload: message.payload)
+        let push: SurveyPush
+        do {
+            push = try SurveyPush(dataFields: data)
+        } catch {
+            // Not a survey push (or malformed): acknowledge so it is not sent again, and report it.
+            await ack(message.id)
+            emit(.error(SurveyClientError(code: "bad_push", message: "\(error)")))
+            return
+        }
+        let uuids = push.allUUIDs
+        let known = (!push.nonce.isEmpty && state.seenNonces.contains(push.nonce))
+            || (!uuids.isEmpty && uuids.allSatisfy { state.seenUUIDs.contains($0) })
+        if known {
+            await ack(message.id)
+            emit(.duplicateIgnored(messageID: message.id))
+            return
+        }
+        emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
+        record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
+        var allStored = true
+        for surveyID in push.surveyIDs {
+            do {
+                let stored = try await fetchAndStore(surveyID: surveyID, uuids: push.surveyUUIDs[surveyID] ?? [], sentTime: push.sentTime)
+                emit(.surveyAvailable(stored))
+            } catch {
+                allStored = false
+                emit(.error(error))
+            }
+        }
+        // Only a fully handled push is acked; otherwise the relay sends it again on reconnect.
+        if allStored {
+            state.remember(nonce: push.nonce, uuids: uuids)
+            try? save()
+            await ack(message.id)
+        }
+    }
+
+    private func ack(_ id: String) async {
+        guard let token = state.relayToken,
+              let request = try? HTTPRequest.json("\(configuration.relayURL)/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [id]))
+        else { return }
+        _ = try? await http.send(request)
+    }
+
+    // MARK: Server
+
+    private func register() async throws(SurveyClientError) {
+        var form = api.baseForm(state: state)
+        form["new_password"] = configuration.newPassword ?? configuration.temporaryPassword
+        form["phone_number"] = "NOT_SUPPLIED"
+        form["fcm_token"] = state.relayToken ?? ""
+        form["device_os"] = configuration.platform == .ios ? "iOS" : "Android"
+        form["beiwe_version"] = Self.sdkVersion
+        let response = try await api.post("register_user", form)
+        guard response.status == 200 else {
+            let code = MobileAPI.errorCode(response) ?? (response.status == 401 || response.status == 403 ? "invalid_credentials" : "registration_failed")
+            let error = SurveyClientError(code: code, message: "register_user answered \(response.status): \(response.text)", status: response.status)
+            emit(.error(error))
+            throw error
+        }
+        guard let body = try? response.decode(JSONValue.self), let key = body["client_public_key"]?.stringValue,
+              let studyID = body["study_id"]?.stringValue else {
+            throw SurveyClientError(code: "registration_failed", message: "register_user answered without client_public_key/study_id")
+        }
+        state.registered = true
+        state.passwordHash = BeiwePassword.deviceHash(configuration.newPassword ?? configuration.temporaryPassword)
+        state.publicKey = key
+        state.studyID = studyID
+        state.scheduling = body["scheduling"]?.stringValue ?? "server"
+        state.timeZone = body["timezone"]?.stringValue ?? configuration.timeZone
+        try save()
+        record(category: "registration", name: "registered", extra: ["scheduling": state.scheduling ?? ""])
+        emit(.registered(studyID: studyID, scheduling: state.scheduling ?? "server", timeZone: state.timeZone ?? configuration.timeZone))
+    }
+
+    private func fetchAndStore(surveyID: String, uuids: [String], sentTime: String) async throws(SurveyClientError) -> StoredSurvey {
+        var form = api.baseForm(state: state)
+        form["survey_id"] = surveyID
+        if let first = uuids.first { form["schedule_uuid"] = first }
+        let response = try await api.post("download_survey", form)
+        guard response.status == 200, let entry = try? response.decode(SurveyEntry.self) else {
+            throw SurveyClientError(code: response.status == 404 ? "survey_not_found" : "download_failed",
+                                    message: "download_survey \(surveyID) answered \(response.status)", status: response.status)
+        }
+        var stored = StoredSurvey(entry: entry, scheduleUUIDs: uuids, sentTime: sentTime, receivedAt: WireTime.format(now(), milliseconds: true))
+        if let existing = try files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) {
+            // Still unanswered from an earlier push: keep its time, add the new occurrences.
+            stored.receivedAt = existing.receivedAt
+            stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
+        }
+        try files.write(stored, to: files.surveyURL(surveyID))
+        return stored
+    }
+
+    /// Encrypts the answers with the study's public key and uploads them; on acceptance the stored survey is removed.
+    /// - Parameter answers: answer text by question id; questions not answered are written with an empty answer.
+    /// - Throws: `survey_not_found` when no such survey is stored, `not_registered`, `transport` (the encrypted
+    ///   file stays in the outbox and is retried by ``start()``), `upload_rejected`.
+    public func submit(answers: [String: String], for surveyID: String) async throws(SurveyClientError) {
+        guard state.registered, let keyText = state.publicKey, let der = Data(base64Encoded: keyText) else {
+            throw SurveyClientError(code: "not_registered", message: "register before submitting")
+        }
+        guard let stored = try files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) else {
+            throw SurveyClientError(code: "survey_not_found", message: "no stored survey \(surveyID)")
+        }
+        let rows = Self.answerRows(for: stored.entry, answers: answers)
+        let body: String
+        do {
+            body = try BeiweFile.encrypt(lines: SurveyAnswersCSV.lines(for: rows), publicKey: RSAKey(publicKeyDER: [UInt8](der)))
+        } catch {
+            throw SurveyClientError(code: "encryption_failed", message: "\(error)")
+        }
+        let fileName = SurveyAnswersCSV.fileName(patientID: configuration.patientID, surveyID: surveyID, epochMillis: WireTime.epochMillis(now()))
+        let pending = PendingUpload(fileName: fileName, surveyID: surveyID, body: body)
+        try files.write(pending, to: files.uploadURL(fileName))
+        try await upload(pending)
+    }
+
+    private func upload(_ pending: PendingUpload) async throws(SurveyClientError) {
+        var form = api.baseForm(state: state)
+        form["file_name"] = pending.fileName
+        form["file"] = pending.body
+        let response = try await api.upload(form)
+        let text = response.text
+        if response.status == 200 {
+            files.remove(files.uploadURL(pending.fileName))
+            if text == "upload successful." {
+                files.remove(files.surveyURL(pending.surveyID))
+                record(category: "survey", name: "submitted", extra: ["survey_id": pending.surveyID])
+                emit(.submitted(surveyID: pending.surveyID, fileName: pending.fileName))
+                return
+            }
+            // Beiwe's 200 for a file it can never accept: the device deletes the file, the survey stays.
+            let error = SurveyClientError(code: "upload_rejected", message: text, status: 200)
+            emit(.error(error))
+            throw error
+        }
+        throw SurveyClientError(code: response.status == 401 || response.status == 403 ? "invalid_credentials" : "upload_failed",
+                                message: "upload answered \(response.status): \(text)", status: response.status)
+    }
+
+    private func retryUploads() async {
+        for (_, pending) in files.list(PendingUpload.self, in: files.uploadsURL) {
+            do { try await upload(pending) } catch { logger.info("upload retry failed", metadata: ["error": "\(error)"]) }
+        }
+    }
+
+    /// Beiwe answer rows for a survey's questions (info text boxes are skipped).
+    static func answerRows(for entry: SurveyEntry, answers: [String: String]) -> [SurveyAnswer] {
+        entry.content.compactMap { question -> SurveyAnswer? in
+            guard let id = question["question_id"]?.stringValue, let type = question["question_type"]?.stringValue,
+                  type != "info_text_box" else { return nil }
+            let text = question["question_text"]?.stringValue ?? question["prompt"]?.stringValue ?? ""
+            var options = ""
+            if let list = question["answers"]?.arrayValue {
+                options = "[" + list.compactMap { $0["text"]?.stringValue }.joined(separator: "; ") + "]"
+            } else if let min = question["min"]?.stringValue, let max = question["max"]?.stringValue {
+                options = "\(min) - \(max)"
+            }
+            return SurveyAnswer(questionID: id, questionType: type, questionText: text, answerOptions: options, answer: answers[id] ?? "")
+        }
+    }
+
+    // MARK: Telemetry
+
+    /// Records a telemetry event; a ping is sent once ``SurveyClientConfiguration/telemetryBatchSize`` are waiting.
+    public func record(category: String, name: String, extra: [String: String]? = nil) {
+        if state.pendingStart == nil { state.pendingStart = WireTime.format(now(), milliseconds: true) }
+        state.pendingEvents.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
+        try? save()
+        if state.pendingEvents.count >= configuration.telemetryBatchSize {
+            Task { try? await self.flushTelemetry() }
+        }
+    }
+
+    /// Packs waiting events into a ping and uploads it (and any ping left from before).
+    /// - Throws: `transport` or `telemetry_failed` when the server could not take it; the ping stays queued.
+    @discardableResult
+    public func flushTelemetry() async throws(SurveyClientError) -> String? {
+        var documentID: String?
+        if !state.pendingEvents.isEmpty {
+            let ping = PingBuilder.ping(state: &state, configuration: configuration, now: now(), reason: "flush")
+            let id = UUID().uuidString.lowercased()
+            try files.write(PendingPing(documentID: id, pingName: "events", body: ping), to: files.pingURL(id))
+            try save()
+            documentID = id
+        }
+        try await sendPings()
+        return documentID
+    }
+
+    private func retryPings() async {
+        try? await sendPings()
+    }
+
+    private func sendPings() async throws(SurveyClientError) {
+        for (url, pending) in files.list(PendingPing.self, in: files.pingsURL) {
+            var body: [UInt8]
+            do { body = [UInt8](try WireJSON.encode(pending.body)) } catch {
+                files.remove(url)
+                continue
+            }
+            var request = HTTPRequest(method: "POST", url: "\(configuration.serverURL)/submit/\(configuration.appID)/\(pending.pingName)/1/\(pending.documentID)",
+                                      headers: [("Content-Type", "application/json; charset=utf-8")], body: body)
+            if configuration.gzipTelemetry {
+                body = Gzip.compress(body)
+                request.body = body
+                request.headers.append(("Content-Encoding", "gzip"))
+            }
+            let response: HTTPResponse
+            do { response = try await http.send(request) } catch {
+                throw SurveyClientError(code: "transport", message: "telemetry: \(error)")
+            }
+            switch response.status {
+            case 200..<300:
+                files.remove(url)
+                emit(.telemetrySent(documentID: pending.documentID, events: pending.body.events.count))
+            case 400, 413:
+                // The server will never take it; Glean drops such pings too.
+                files.remove(url)
+                emit(.error(SurveyClientError(code: "telemetry_rejected", message: response.text, status: response.status)))
+            default:
+                throw SurveyClientError(code: "telemetry_failed", message: "submit answered \(response.status)", status: response.status)
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func save() throws(SurveyClientError) {
+        try files.write(state, to: files.stateURL)
+    }
+
+    private func emit(_ event: SurveyClientEvent) {
+        continuation.yield(event)
+    }
+}

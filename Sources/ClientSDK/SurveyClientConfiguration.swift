@@ -1,0 +1,86 @@
+import Foundation
+
+/// Everything a ``SurveyClient`` needs to act as one participant's device.
+public struct SurveyClientConfiguration: Sendable {
+    /// The device platform: decides the relay token shape, the `/ios` paths (401 on bad credentials) and upload encoding.
+    public enum Platform: String, Sendable, Codable {
+        case ios, android
+    }
+
+    /// Base URL of the study server (`http://127.0.0.1:PORT`).
+    public var serverURL: String
+    /// Base URL of the push relay.
+    public var relayURL: String
+    /// Directory where the client keeps its state, stored surveys and outboxes. Created if missing.
+    public var storageDirectory: URL
+    public var patientID: String
+    /// The temporary password the study gave the participant (plaintext; only its hash is sent).
+    public var temporaryPassword: String
+    /// The participant's new password, sent once at registration as Beiwe does. Defaults to the temporary one.
+    public var newPassword: String?
+    public var platform: Platform
+    /// App id used for the relay token and the telemetry path.
+    public var appID: String
+    /// The device's time zone (tz database name) sent at registration.
+    public var timeZone: String
+    /// A stable device id; one is generated and kept in storage when nil.
+    public var deviceID: String?
+    /// Events per telemetry ping; a ping is sent when this many are waiting.
+    public var telemetryBatchSize: Int
+    /// Compress pings with gzip.
+    public var gzipTelemetry: Bool
+
+    public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
+                newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
+                timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 50,
+                gzipTelemetry: Bool = false) {
+        self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
+        self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
+        self.storageDirectory = storageDirectory
+        self.patientID = patientID
+        self.temporaryPassword = temporaryPassword
+        self.newPassword = newPassword
+        self.platform = platform
+        self.appID = appID
+        self.timeZone = timeZone
+        self.deviceID = deviceID
+        self.telemetryBatchSize = max(1, telemetryBatchSize)
+        self.gzipTelemetry = gzipTelemetry
+    }
+}
+
+/// What happens in a client, in order.
+public enum SurveyClientEvent: Sendable, Equatable {
+    /// Registration succeeded.
+    case registered(studyID: String, scheduling: String, timeZone: String)
+    /// A survey push arrived (after de-duplication) with its relay message id.
+    case pushReceived(messageID: String, surveyIDs: [String])
+    /// A push that repeated one already handled was acked and ignored.
+    case duplicateIgnored(messageID: String)
+    /// A survey's spec was fetched and stored; it stays until its answers are accepted.
+    case surveyAvailable(StoredSurvey)
+    /// Answers were accepted by the server; the stored survey is gone.
+    case submitted(surveyID: String, fileName: String)
+    /// A telemetry ping was accepted (or already known) by the server.
+    case telemetrySent(documentID: String, events: Int)
+    /// Something failed; the client keeps going (retrying where it can).
+    case error(SurveyClientError)
+}
+
+/// An SDK failure with a stable code.
+public struct SurveyClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// `registration_failed`, `push_token_required`, `invalid_credentials`, `transport`, `survey_not_found`,
+    /// `upload_rejected`, `bad_push`, `not_registered`, `storage`, ...
+    public var code: String
+    public var message: String
+    /// HTTP status, when a server answered.
+    public var status: Int?
+
+    public init(code: String, message: String, status: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+    }
+
+    public var description: String { "\(code)\(status.map { " (\($0))" } ?? ""): \(message)" }
+}

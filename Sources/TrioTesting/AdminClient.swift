@@ -1,0 +1,130 @@
+import Foundation
+import SurveyWire
+import Transport
+
+/// A non-2xx answer from the admin or control API, with its `{"error"}` code when present.
+public struct APIFailure: Error, Sendable, CustomStringConvertible {
+    public var status: Int
+    public var code: String?
+    public var body: String
+    public var description: String { "HTTP \(status) \(code ?? ""): \(body)" }
+}
+
+/// Shared JSON request plumbing of the typed clients.
+struct JSONAPI: Sendable {
+    let baseURL: String
+    let http: HTTPClient
+
+    func call(_ method: String, _ path: String, body: (some Encodable)? = Optional<JSONValue>.none, expect: Set<Int> = [200, 201, 204]) async throws -> HTTPResponse {
+        let request: HTTPRequest
+        if let body {
+            request = try HTTPRequest.json(baseURL + path, method: method, body: body)
+        } else {
+            request = HTTPRequest(method: method, url: baseURL + path)
+        }
+        let response = try await http.send(request)
+        guard expect.contains(response.status) else {
+            throw APIFailure(status: response.status, code: (try? response.decode(ErrorBody.self))?.error.code, body: response.text)
+        }
+        return response
+    }
+
+    func get<T: Decodable>(_ type: T.Type, _ path: String) async throws -> T {
+        try await call("GET", path).decode(type)
+    }
+
+    static func query(_ items: [(String, String?)]) -> String {
+        let present = items.compactMap { k, v in v.map { "\(k)=\(FormBody.encode($0))" } }
+        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
+    }
+}
+
+/// Typed client of the mock server's admin API (PROTOCOL.md §2).
+public struct AdminClient: Sendable {
+    let api: JSONAPI
+
+    public init(baseURL: String, http: HTTPClient) { api = JSONAPI(baseURL: baseURL, http: http) }
+
+    public func health() async throws -> Bool { try await api.call("GET", "/__admin/health").status == 200 }
+    public func info() async throws -> AdminWire.Info { try await api.get(AdminWire.Info.self, "/__admin/info") }
+    public func reset() async throws { _ = try await api.call("POST", "/__admin/reset") }
+
+    public func createStudy(_ body: AdminWire.CreateStudy) async throws -> AdminWire.Study {
+        try await api.call("POST", "/__admin/studies", body: body).decode(AdminWire.Study.self)
+    }
+    public func study(_ id: String) async throws -> AdminWire.Study { try await api.get(AdminWire.Study.self, "/__admin/studies/\(id)") }
+    public func stats(_ id: String) async throws -> AdminWire.StudyStats { try await api.get(AdminWire.StudyStats.self, "/__admin/studies/\(id)/stats") }
+
+    public func createParticipants(study: String, _ body: AdminWire.CreateParticipants = .init()) async throws -> [AdminWire.Credentials] {
+        try await api.call("POST", "/__admin/studies/\(study)/participants", body: body).decode(AdminWire.CreatedParticipants.self).participants
+    }
+    public func participant(_ id: String) async throws -> AdminWire.Participant {
+        try await api.get(AdminWire.Participant.self, "/__admin/participants/\(id)")
+    }
+    public func addIntervention(patient: String, _ body: AdminWire.Intervention) async throws {
+        _ = try await api.call("POST", "/__admin/participants/\(patient)/interventions", body: body)
+    }
+
+    public func createSurvey(study: String, _ body: AdminWire.CreateSurvey) async throws -> String {
+        try await api.call("POST", "/__admin/studies/\(study)/surveys", body: body).decode(AdminWire.SurveyCreated.self).surveyID
+    }
+    public func replaceSurvey(_ id: String, _ body: AdminWire.CreateSurvey) async throws {
+        _ = try await api.call("PUT", "/__admin/surveys/\(id)", body: body)
+    }
+    public func deleteSurvey(_ id: String) async throws { _ = try await api.call("DELETE", "/__admin/surveys/\(id)") }
+
+    public func occurrences(study: String, patient: String? = nil, all: Bool = false) async throws -> [AdminWire.Occurrence] {
+        try await api.get([AdminWire.Occurrence].self,
+                          "/__admin/studies/\(study)/occurrences" + JSONAPI.query([("patient_id", patient), ("status", all ? "all" : nil)]))
+    }
+    public func pushes(study: String, patient: String? = nil) async throws -> [AdminWire.PushLogEntry] {
+        try await api.get([AdminWire.PushLogEntry].self, "/__admin/studies/\(study)/pushes" + JSONAPI.query([("patient_id", patient)]))
+    }
+    public func submissions(study: String, patient: String? = nil) async throws -> [AdminWire.Submission] {
+        try await api.get([AdminWire.Submission].self, "/__admin/studies/\(study)/submissions" + JSONAPI.query([("patient_id", patient)]))
+    }
+    public func telemetry(clientID: String? = nil, ping: String? = nil, since: String? = nil) async throws -> [AdminWire.StoredPing] {
+        try await api.get([AdminWire.StoredPing].self, "/__admin/telemetry" + JSONAPI.query([("client_id", clientID), ("ping", ping), ("since", since)]))
+    }
+
+    public func clock(study: String) async throws -> AdminWire.Clock { try await api.get(AdminWire.Clock.self, "/__admin/studies/\(study)/clock") }
+    public func freezeClock(study: String, at time: String) async throws -> AdminWire.ClockResult {
+        try await api.call("POST", "/__admin/studies/\(study)/clock", body: AdminWire.ClockRequest(freezeAt: time)).decode(AdminWire.ClockResult.self)
+    }
+    public func advanceClock(study: String, seconds: Int) async throws -> AdminWire.ClockResult {
+        try await api.call("POST", "/__admin/studies/\(study)/clock", body: AdminWire.ClockRequest(advanceSeconds: seconds)).decode(AdminWire.ClockResult.self)
+    }
+    public func realClock(study: String) async throws -> AdminWire.ClockResult {
+        try await api.call("POST", "/__admin/studies/\(study)/clock", body: AdminWire.ClockRequest(real: true)).decode(AdminWire.ClockResult.self)
+    }
+}
+
+/// Typed client of the relay's control API (PROTOCOL.md §5) plus its provider API, for tests that push directly.
+public struct RelayControlClient: Sendable {
+    let api: JSONAPI
+
+    public init(baseURL: String, http: HTTPClient) { api = JSONAPI(baseURL: baseURL, http: http) }
+
+    public func health() async throws -> Bool { try await api.call("GET", "/__control/health").status == 200 }
+    public func device(_ token: String) async throws -> RelayWire.DeviceView { try await api.get(RelayWire.DeviceView.self, "/__control/devices/\(token)") }
+    public func setReachable(_ token: String, _ reachable: Bool) async throws {
+        struct Body: Encodable { var reachable: Bool }
+        _ = try await api.call("PUT", "/__control/devices/\(token)", body: Body(reachable: reachable))
+    }
+    public func trace(token: String? = nil) async throws -> [JSONValue] {
+        try await api.get([JSONValue].self, "/__control/trace" + JSONAPI.query([("token", token)]))
+    }
+    public func reset() async throws { _ = try await api.call("POST", "/__control/reset") }
+
+    /// Registers a device directly (what an SDK does first).
+    public func registerDevice(platform: String, appID: String = "test") async throws -> String {
+        try await api.call("POST", "/v1/devices", body: RelayWire.DeviceRequest(platform: platform, appID: appID)).decode(RelayWire.TokenResponse.self).token
+    }
+
+    /// Sends an APNs-style push; returns the raw response (any status).
+    public func sendAPNs(token: String, payload: JSONValue, headers: [(String, String)] = []) async throws -> HTTPResponse {
+        var request = try HTTPRequest.json(api.baseURL + "/3/device/\(token)", body: payload)
+        request.headers += headers.map { (name: $0.0, value: $0.1) }
+        return try await api.http.send(request)
+    }
+}

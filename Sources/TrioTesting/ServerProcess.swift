@@ -1,0 +1,139 @@
+import Foundation
+import Synchronization
+import SurveyWire
+
+/// A launch failure or timeout, with the child's stderr tail for diagnosis.
+public struct LaunchError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var stderrTail: String
+    public var description: String { stderrTail.isEmpty ? message : "\(message)\n--- stderr ---\n\(stderrTail)" }
+}
+
+/// One server executable running as a child process, started with `--port 0` and known by its READY line.
+public final class ServerProcess: Sendable {
+    /// What the READY line said.
+    public let ready: ReadyLine
+    /// Where the child's stderr goes.
+    public let logFile: URL
+    private let process: ProcessBox
+
+    /// `Process` is a class without Sendable; this box is safe because after launch it is only used to read
+    /// `processIdentifier`/`isRunning` and to signal, which Foundation allows from any thread.
+    private final class ProcessBox: @unchecked Sendable {
+        let process: Process
+        init(_ process: Process) { self.process = process }
+    }
+
+    /// The base URL (`http://127.0.0.1:PORT`).
+    public var url: String { ready.url }
+    public var pid: Int32 { process.process.processIdentifier }
+    public var isRunning: Bool { process.process.isRunning }
+
+    private init(ready: ReadyLine, logFile: URL, process: ProcessBox) {
+        self.ready = ready
+        self.logFile = logFile
+        self.process = process
+    }
+
+    /// Starts `executable` with `arguments` and waits (up to `timeout`) for its READY line.
+    public static func launch(executable: URL, arguments: [String], logFile: URL, timeout: Duration = .seconds(20)) async throws -> ServerProcess {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let stderr = try FileHandle(forWritingTo: logFile)
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        do {
+            try process.run()
+        } catch {
+            throw LaunchError(message: "cannot start \(executable.path): \(error)", stderrTail: "")
+        }
+        let box = ProcessBox(process)
+        let line = ReadyWaiter()
+        let reader = Thread {
+            let handle = stdout.fileHandleForReading
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { line.finish(nil); return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 10) {
+                    let text = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    if let ready = ReadyLine.parse(text) { line.finish(ready) }
+                }
+            }
+        }
+        reader.start()
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let result = line.result {
+                guard let ready = result else { break }
+                return ServerProcess(ready: ready, logFile: logFile, process: box)
+            }
+            if !process.isRunning, line.result == nil { try? await Task.sleep(for: .milliseconds(50)); if line.result == nil { break } }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if process.isRunning { process.terminate() }
+        let tail = (try? String(contentsOf: logFile, encoding: .utf8)).map { String($0.suffix(4000)) } ?? ""
+        throw LaunchError(message: "\(executable.lastPathComponent) did not print a READY line (exit status \(process.isRunning ? "running" : String(process.terminationStatus)))",
+                          stderrTail: tail)
+    }
+
+    /// Sends SIGTERM and waits up to `grace` for exit, then SIGKILL. Returns the wait in seconds.
+    @discardableResult
+    public func stop(grace: Duration = .seconds(3)) async -> Double {
+        let started = ContinuousClock.now
+        guard process.process.isRunning else { return 0 }
+        kill(pid, SIGTERM)
+        let deadline = started + grace
+        while process.process.isRunning && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        if process.process.isRunning {
+            kill(pid, SIGKILL)
+            process.process.waitUntilExit()
+        }
+        let elapsed = ContinuousClock.now - started
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// The exit status after the process ended.
+    public var terminationStatus: Int32 { process.process.terminationStatus }
+
+    /// The child's stderr so far.
+    public func logs() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+}
+
+/// Holds the first READY line (or end of output) seen by the reader thread.
+final class ReadyWaiter: Sendable {
+    private let state = Mutex<ReadyLine??>(nil)
+    var result: ReadyLine?? { state.withLock { $0 } }
+    func finish(_ line: ReadyLine?) {
+        state.withLock { if $0 == nil { $0 = .some(line) } }
+    }
+}
+
+/// Finds the built executables: `$TRIO_BIN_DIR`, else the directory of the running binary
+/// (tests run from `.build/<config>/`), else `.build/debug`.
+public enum Executables {
+    public static func directory() -> URL {
+        if let dir = ProcessInfo.processInfo.environment["TRIO_BIN_DIR"], !dir.isEmpty {
+            return URL(fileURLWithPath: dir)
+        }
+        let fm = FileManager.default
+        if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
+            for _ in 0..<4 {
+                if fm.isExecutableFile(atPath: dir.appendingPathComponent("mock-server").path) { return dir }
+                dir = dir.deletingLastPathComponent()
+            }
+        }
+        return URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent(".build/debug")
+    }
+
+    public static func url(_ name: String) -> URL { directory().appendingPathComponent(name) }
+}

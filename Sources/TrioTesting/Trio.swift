@@ -1,0 +1,88 @@
+import Foundation
+import Transport
+
+/// The mock server and the push relay running as two child processes, wired together.
+///
+/// ```swift
+/// try await Trio.with { trio in
+///     let study = try await trio.admin.createStudy(.init(name: "S", scheduling: "server"))
+///     ...
+/// }
+/// ```
+public final class Trio: Sendable {
+    /// Launch settings.
+    public struct Options: Sendable {
+        /// `:memory:` (default) or a SQLite file path.
+        public var database: String
+        /// Relay keepalive seconds.
+        public var keepaliveSeconds: Double
+        /// Extra mock-server arguments.
+        public var serverArguments: [String]
+        /// Directory for the children's stderr logs (a temporary one when nil).
+        public var logDirectory: URL?
+
+        public init(database: String = ":memory:", keepaliveSeconds: Double = 25, serverArguments: [String] = [], logDirectory: URL? = nil) {
+            self.database = database
+            self.keepaliveSeconds = keepaliveSeconds
+            self.serverArguments = serverArguments
+            self.logDirectory = logDirectory
+        }
+    }
+
+    public let relay: ServerProcess
+    public let server: ServerProcess
+    /// Shared HTTP client for the admin and control clients.
+    public let http: HTTPClient
+    public let admin: AdminClient
+    public let control: RelayControlClient
+
+    private init(relay: ServerProcess, server: ServerProcess, http: HTTPClient) {
+        self.relay = relay
+        self.server = server
+        self.http = http
+        admin = AdminClient(baseURL: server.url, http: http)
+        control = RelayControlClient(baseURL: relay.url, http: http)
+    }
+
+    /// Starts the relay, then the mock server pointed at it. Both stop on their own if this process dies.
+    public static func start(_ options: Options = Options()) async throws -> Trio {
+        let logs = options.logDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("trio-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+        let parent = String(getpid())
+        let relay = try await ServerProcess.launch(
+            executable: Executables.url("push-relay"),
+            arguments: ["--port", "0", "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent],
+            logFile: logs.appendingPathComponent("push-relay.log"))
+        let server: ServerProcess
+        do {
+            server = try await ServerProcess.launch(
+                executable: Executables.url("mock-server"),
+                arguments: ["--port", "0", "--relay-url", relay.url, "--database", options.database, "--parent-pid", parent] + options.serverArguments,
+                logFile: logs.appendingPathComponent("mock-server.log"))
+        } catch {
+            await relay.stop()
+            throw error
+        }
+        return Trio(relay: relay, server: server, http: HTTPClient())
+    }
+
+    /// Stops both processes (SIGTERM, then SIGKILL after a grace period).
+    public func stop() async {
+        await server.stop()
+        await relay.stop()
+        http.shutdown()
+    }
+
+    /// Runs `body` with a started trio and always stops it, also when `body` throws.
+    public static func with<T: Sendable>(_ options: Options = Options(), _ body: (Trio) async throws -> T) async throws -> T {
+        let trio = try await start(options)
+        do {
+            let result = try await body(trio)
+            await trio.stop()
+            return result
+        } catch {
+            await trio.stop()
+            throw error
+        }
+    }
+}
