@@ -145,7 +145,12 @@ let package = Package(
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
         .testTarget(
             name: "TransportTests",
-            dependencies: ["Transport", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "Transport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             path: "Tests/TransportTests"
         ),
         .testTarget(

@@ -142,6 +142,9 @@ final class CurlDriver: Sendable {
                 var code = 0
                 ccurl_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &code)
                 if transfer.status == 0 { transfer.status = code }
+                var connects = 0
+                ccurl_easy_getinfo_long(easy, CURLINFO_NUM_CONNECTS, &connects)
+                transfer.newConnections = connects
                 remove(transfer, result == CURLE_OK ? nil : Self.error(for: result))
             }
             var fds: Int32 = 0

@@ -25,6 +25,7 @@ final class CurlTransfer: @unchecked Sendable {
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
     var headDelivered = false
+    var newConnections = 0
     var finished = false
 
     init(id: UInt64, request: HTTPRequest, sink: Sink) {
@@ -96,7 +97,9 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     func received(header line: String) {
-        let trimmed = line.hasSuffix("\r\n") ? String(line.dropLast(2)) : line.hasSuffix("\n") ? String(line.dropLast()) : line
+        var scalars = Substring(line).unicodeScalars
+        while let last = scalars.last, last == "\r" || last == "\n" { scalars.removeLast() }
+        let trimmed = String(scalars)
         if trimmed.hasPrefix("HTTP/") {
             // A new status line (after 1xx or a redirect) starts a new header block.
             headers = []
@@ -132,7 +135,7 @@ final class CurlTransfer: @unchecked Sendable {
         finished = true
         switch sink {
         case .buffered(let done):
-            if let error { done(.failure(error)) } else { done(.success(HTTPResponse(status: status, headers: headers, body: body))) }
+            if let error { done(.failure(error)) } else { done(.success(HTTPResponse(status: status, headers: headers, body: body, connectionReused: newConnections == 0))) }
         case .streaming(let head, _, let end):
             if !headDelivered {
                 headDelivered = true

@@ -55,11 +55,14 @@ public struct HTTPResponse: Sendable {
     /// Header fields of the final response, in order, names as sent.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// True when the transfer reused a connection from the client's pool instead of opening one.
+    public var connectionReused: Bool
 
-    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8], connectionReused: Bool = false) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.connectionReused = connectionReused
     }
 
     /// The last value of a header field (case-insensitive name).

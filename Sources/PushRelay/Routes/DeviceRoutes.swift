@@ -74,9 +74,15 @@ struct DeviceRoutes {
                 }
                 defer { ticker.cancel() }
                 do {
-                    try await writer.write(ByteBuffer(string: ": connected\n\n"))
-                    for await item in items {
-                        try await writer.write(ByteBuffer(string: SSE.encode(item)))
+                    // A client that goes away closes the inbound side; that ends the stream at once instead of
+                    // waiting for a write to fail.
+                    try await request.body.consumeWithInboundCloseHandler { _ in
+                        try await writer.write(ByteBuffer(string: ": connected\n\n"))
+                        for await item in items {
+                            try await writer.write(ByteBuffer(string: SSE.encode(item)))
+                        }
+                    } onInboundClosed: {
+                        Task { await hub.disconnect(token: token, connectionID: connectionID) }
                     }
                 } catch {
                     // The client went away; fall through to disconnect.

@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+@testable import SurveyWire
+
+@Suite struct FormBodyTests {
+    @Test func lastDuplicateWinsLikeDjango() {
+        let form = FormBody(parsing: "patient_id=a&device_id=1&os_version=9&device_id=2")
+        #expect(form["device_id"] == "2")
+        #expect(form["patient_id"] == "a")
+    }
+
+    @Test func keepsUnescapedAndroidValues() {
+        // Android writes base64url padding and file text without escaping.
+        let form = FormBody(parsing: "password=abc=&file=AAA=:BBB=\nCC:DD%zz")
+        #expect(form["password"] == "abc=")
+        #expect(form["file"] == "AAA=:BBB=\nCC:DD%zz")
+    }
+
+    @Test func encodesAndDecodes() {
+        var form = FormBody()
+        form["a b"] = "x+y/z=&%"
+        form["empty"] = ""
+        let parsed = FormBody(parsing: form.encoded())
+        #expect(parsed["a b"] == "x+y/z=&%")
+        #expect(parsed["empty"] == "")
+        #expect(FormBody(parsing: "q=a+b%20c")["q"] == "a b c")
+    }
+}
+
+@Suite struct MultipartTests {
+    @Test func roundTrip() throws {
+        let form = MultipartForm(parts: [
+            .init(name: "patient_id", body: Array("abc".utf8)),
+            .init(name: "file", filename: "x.csv", contentType: "text/csv", body: Array("line1\r\nline2".utf8)),
+        ])
+        let body = form.encoded(boundary: "XyZ")
+        let parsed = try MultipartForm(parsing: body, boundary: "XyZ")
+        #expect(parsed.parts == form.parts)
+        #expect(parsed.asForm()["file"] == "line1\r\nline2")
+        #expect(MultipartForm.boundary(fromContentType: "multipart/form-data; boundary=\"XyZ\"") == "XyZ")
+    }
+
+    @Test func rejectsTruncatedBodies() {
+        let body = Array("--B\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nvalue".utf8)
+        #expect(throws: MultipartForm.ParseError.self) { try MultipartForm(parsing: body, boundary: "B") }
+        #expect(throws: MultipartForm.ParseError.self) { try MultipartForm(parsing: Array("nothing".utf8), boundary: "B") }
+    }
+}
+
+@Suite struct WireTimeTests {
+    @Test func formatsAndParsesUTC() {
+        let date = Date(timeIntervalSince1970: 1_777_902_300)  // 2026-05-04T13:45:00Z
+        #expect(WireTime.format(date) == "2026-05-04T13:45:00Z")
+        #expect(WireTime.parse("2026-05-04T13:45:00Z") == date)
+        #expect(WireTime.parse("2026-05-04T08:45:00-05:00") == date)
+        #expect(WireTime.parse("2026-05-04T13:45:00.250Z") == date.addingTimeInterval(0.25))
+        #expect(WireTime.beiweSentTime(date) == "2026-05-04T13:45:00")
+    }
+
+    @Test(arguments: ["", "2026-05-04", "2026-02-30T00:00:00Z", "2026-05-04T13:45:00", "2026-05-04T25:00:00Z", "2026-05-04T13:45:00Zjunk"])
+    func rejectsMalformed(_ text: String) {
+        #expect(WireTime.parse(text) == nil)
+    }
+
+    @Test func handlesDatesBeforeTheEpoch() {
+        #expect(WireTime.format(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59Z")
+    }
+}
+
+@Suite struct SurveyPushTests {
+    @Test func dataFieldsAreBeiwesStrings() throws {
+        let push = SurveyPush(surveyIDs: ["s1", "s2"], sentTime: "2026-05-04T14:00:00", nonce: String(repeating: "a", count: 32),
+                              surveyUUIDs: ["s1": ["u1"], "s2": ["u2", "u3"]])
+        let data = push.dataFields()
+        #expect(data["type"] == "survey")
+        #expect(data["survey_ids"] == "[\"s1\",\"s2\"]")
+        #expect(try SurveyPush(dataFields: data) == push)
+        #expect(push.allUUIDs == ["u1", "u2", "u3"])
+    }
+
+    @Test func toleratesWhatCrashesTheIOSApp() throws {
+        let push = try SurveyPush(dataFields: ["type": "survey", "survey_ids": "[\"s\"]", "sent_time": "garbage", "survey_uuids_dict": "{"])
+        #expect(push.surveyIDs == ["s"])
+        #expect(push.surveyUUIDs.isEmpty)
+        #expect(throws: WireFormatError.self) { try SurveyPush(dataFields: ["type": "message"]) }
+        #expect(throws: WireFormatError.self) { try SurveyPush(dataFields: ["type": "survey", "survey_ids": "nope"]) }
+    }
+
+    @Test func extractsDataFromAPNsAndFCMPayloads() {
+        let apns: JSONValue = ["aps": ["alert": "x"], "type": "survey", "survey_ids": "[]"]
+        #expect(SurveyPush.dataFields(fromRelayPayload: apns) == ["type": "survey", "survey_ids": "[]"])
+        let fcm: JSONValue = ["type": "survey", "nonce": "n", "notification": ["title": "t"]]
+        #expect(SurveyPush.dataFields(fromRelayPayload: fcm) == ["type": "survey", "nonce": "n"])
+    }
+}
+
+@Suite struct CSVTests {
+    @Test func answersRoundTripWithCommasAndQuotes() throws {
+        let answers = [
+            SurveyAnswer(questionID: "q1", questionType: "radio_button", questionText: "Pick, one", answerOptions: "[a; b]", answer: "a"),
+            SurveyAnswer(questionID: "q2", questionType: "free_response", questionText: "Say \"hi\"", answer: " spaced "),
+        ]
+        let lines = SurveyAnswersCSV.lines(for: answers)
+        #expect(lines[0] == SurveyAnswersCSV.header)
+        #expect(try SurveyAnswersCSV.parse(lines: lines) == answers)
+    }
+
+    @Test func rejectsForeignFiles() {
+        #expect(throws: WireFormatError.self) { try SurveyAnswersCSV.parse(lines: ["timestamp,accel"]) }
+        #expect(throws: WireFormatError.self) { try SurveyAnswersCSV.parse(lines: [SurveyAnswersCSV.header, "a,b"]) }
+        #expect(throws: WireFormatError.self) { try CSV.parseRow("\"unterminated") }
+    }
+}
+
+@Suite struct ReadyLineTests {
+    @Test func parsesTheProtocolLine() {
+        let line = ReadyLine.parse("READY {\"service\": \"mock-server\", \"url\": \"http://127.0.0.1:5000\", \"pid\": 42}")
+        #expect(line == ReadyLine(service: "mock-server", url: "http://127.0.0.1:5000", pid: 42))
+        #expect(ReadyLine.parse(line!.line()) == line)
+        #expect(ReadyLine.parse("READY") == nil)
+        #expect(ReadyLine.parse("log line") == nil)
+    }
+}
