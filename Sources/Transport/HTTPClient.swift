@@ -64,8 +64,8 @@ public final class HTTPClient: Sendable {
         public var status: Int
         public var headers: [(name: String, value: String)]
         /// Body chunks; the sequence ends when the transfer ends and throws ``TransportError`` if it failed.
-        /// Stopping iteration (or dropping the sequence) aborts the transfer.
-        public var body: AsyncThrowingStream<[UInt8], any Error>
+        /// Stopping iteration (breaking out of the loop, or dropping the sequence) aborts the transfer.
+        public var body: TransferStream
 
         public func header(_ name: String) -> String? {
             let lower = name.lowercased()
@@ -97,14 +97,15 @@ public final class HTTPClient: Sendable {
             driver.cancel(id)
         }
         let (status, headers) = try head.get()
-        return StreamingResponse(status: status, headers: headers, body: body)
+        return StreamingResponse(status: status, headers: headers, body: TransferStream(base: body, cancel: { driver.cancel(id) }))
     }
 
     /// A server-sent event stream: the response status and the items as they arrive.
     public struct EventStream: Sendable {
         public var status: Int
         public var headers: [(name: String, value: String)]
-        public var items: AsyncThrowingStream<EventStreamItem, any Error>
+        /// Parsed items; breaking out of the loop aborts the transfer.
+        public var items: EventItems
     }
 
     /// Opens a `text/event-stream` and parses it. The request gets `Accept: text/event-stream` and no timeout
@@ -116,19 +117,56 @@ public final class HTTPClient: Sendable {
         }
         if request.timeout == nil { request.timeout = .seconds(365 * 86400) }
         let response = try await stream(request)
-        let (items, continuation) = AsyncThrowingStream<EventStreamItem, any Error>.makeStream()
-        let pump = Task {
-            var parser = EventStreamParser()
-            do {
-                for try await chunk in response.body {
-                    for item in parser.feed(chunk) { continuation.yield(item) }
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        continuation.onTermination = { _ in pump.cancel() }
-        return EventStream(status: response.status, headers: response.headers, items: items)
+        return EventStream(status: response.status, headers: response.headers, items: EventItems(body: response.body))
     }
+}
+
+/// Body chunks of a streaming transfer. Single consumer: when its iterator is released (the loop ended or
+/// was left early) the transfer is aborted, so a caller never leaves a connection running by accident.
+public struct TransferStream: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    let base: AsyncThrowingStream<[UInt8], any Error>
+    let cancel: @Sendable () -> Void
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
+        let guardToken: CancelOnRelease
+        public mutating func next() async throws -> [UInt8]? { try await base.next() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), guardToken: CancelOnRelease(cancel))
+    }
+}
+
+/// Parsed server-sent event items of a streaming transfer (no extra task: parsing happens as the consumer pulls).
+public struct EventItems: AsyncSequence, Sendable {
+    public typealias Element = EventStreamItem
+    let body: TransferStream
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var chunks: TransferStream.AsyncIterator
+        var parser = EventStreamParser()
+        var ready: [EventStreamItem] = []
+        var index = 0
+
+        public mutating func next() async throws -> EventStreamItem? {
+            while index >= ready.count {
+                guard let chunk = try await chunks.next() else { return nil }
+                ready = parser.feed(chunk)
+                index = 0
+            }
+            defer { index += 1 }
+            return ready[index]
+        }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: body.makeAsyncIterator()) }
+}
+
+/// Runs an action when released.
+final class CancelOnRelease: Sendable {
+    let action: @Sendable () -> Void
+    init(_ action: @escaping @Sendable () -> Void) { self.action = action }
+    deinit { action() }
 }
