@@ -106,7 +106,7 @@ let package = Package(
         // Test kit: launches the real executables.
         .target(
             name: "TrioTesting",
-            dependencies: ["SurveyWire", "Scheduling", "Transport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SurveyWire", "Scheduling", "Transport", "ClientSDK", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
 

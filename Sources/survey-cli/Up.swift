@@ -47,8 +47,10 @@ final class SignalWaiter: Sendable {
         await withTaskGroup(of: Reason.self) { group in
             group.addTask { for await _ in self.stream { return .signal }; return .signal }
             group.addTask {
-                while trio.server.isRunning && trio.relay.isRunning { try? await Task.sleep(for: .milliseconds(200)) }
-                return .childExited
+                while trio.server.isRunning && trio.relay.isRunning && !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+                return Task.isCancelled ? .signal : .childExited
             }
             let first = await group.next() ?? .signal
             group.cancelAll()

@@ -1,0 +1,157 @@
+import ClientSDK
+import Foundation
+import SurveyCrypto
+import SurveyWire
+import Testing
+import Transport
+import TrioTesting
+
+/// The Beiwe-compatible mobile API: registration rules, credentials and bad input.
+@Suite(.timeLimit(.minutes(2))) struct MobileAPITests {
+    @Test func serverStudyRefusesRegistrationWithoutAPushToken() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let old = try await mobilePost(trio, "/register_user", patientID: setup.credentials.patientID, password: setup.credentials.password,
+                                           extra: [("new_password", "x"), ("phone_number", "NOT_SUPPLIED"), ("timezone", "America/Chicago")])
+            #expect(old.status == 400)
+            #expect(errorCode(old) == "push_token_required")
+            let empty = try await mobilePost(trio, "/register_user", patientID: setup.credentials.patientID, password: setup.credentials.password,
+                                             extra: [("new_password", "x"), ("phone_number", "1"), ("fcm_token", "")])
+            #expect(errorCode(empty) == "push_token_required")
+            // Nothing changed: not registered, the temporary password still works.
+            #expect(try await trio.admin.participant(setup.credentials.patientID).registeredAt == nil)
+            #expect(try await trio.admin.stats(setup.study.studyID).registered == 0)
+
+            let retry = try await mobilePost(trio, "/register_user", patientID: setup.credentials.patientID, password: setup.credentials.password,
+                                             extra: [("new_password", "x"), ("phone_number", "1"), ("fcm_token", "some-token")])
+            #expect(retry.status == 200)
+        }
+    }
+
+    @Test func deviceStudyRegistersWithoutTokenAndServesTimings() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio, scheduling: "device")
+            let response = try await mobilePost(trio, "/register_user/", patientID: setup.credentials.patientID, password: setup.credentials.password,
+                                                extra: [("new_password", "pw2"), ("phone_number", "NOT_SUPPLIED"), ("timezone", "Not/AZone")])
+            #expect(response.status == 200)
+            let body = try response.decode(JSONValue.self)
+            #expect(body["scheduling"]?.stringValue == "device")
+            #expect(body["timezone"]?.stringValue == "America/New_York")
+            #expect(body["client_public_key"]?.stringValue?.hasPrefix("MIIBI") == true)
+            #expect(body["ios_plist"] == .null)
+            #expect(body["device_settings"]?["check_for_new_surveys_frequency_seconds"] == 3600)
+            for key in ["client_public_key", "device_settings", "ios_plist", "android_firebase_json", "study_name", "study_id"] {
+                #expect(body[key] != nil, "missing \(key)")
+            }
+            let participant = try await trio.admin.participant(setup.credentials.patientID)
+            #expect(participant.timezoneFallback)
+            #expect(participant.timezone == "America/New_York")
+
+            // The new password is in force now; surveys come with Beiwe's timings (index 0 = Sunday).
+            let surveys = try await mobilePost(trio, "/download_surveys", patientID: setup.credentials.patientID, password: "pw2")
+            #expect(surveys.status == 200)
+            let list = try surveys.decode([SurveyEntry].self)
+            #expect(list.first?.timings == [[], [32400], [], [], [], [], []])
+            let stale = try await mobilePost(trio, "/download_surveys", patientID: setup.credentials.patientID, password: setup.credentials.password)
+            #expect(stale.status == 403)
+            // A device study never gets survey pushes.
+            let advanced = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 3600)
+            #expect(advanced.fired.isEmpty)
+        }
+    }
+
+    @Test func wrongPasswordIs403AndOnIOS401() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let fields = [("new_password", "x"), ("phone_number", "1"), ("fcm_token", "tok")]
+            let android = try await mobilePost(trio, "/register_user", patientID: setup.credentials.patientID, password: "wrong", extra: fields)
+            #expect(android.status == 403)
+            #expect(errorCode(android) == "invalid_credentials")
+            let ios = try await mobilePost(trio, "/register_user/ios", patientID: setup.credentials.patientID, password: "wrong", extra: fields)
+            #expect(ios.status == 401)
+            let iosSlash = try await mobilePost(trio, "/register_user/ios/", patientID: setup.credentials.patientID, password: "wrong", extra: fields)
+            #expect(iosSlash.status == 401)
+            let unknown = try await mobilePost(trio, "/download_surveys/ios", patientID: "nobody", password: "x")
+            #expect(unknown.status == 401)
+            let missing = try await mobilePost(trio, "/download_surveys", patientID: setup.credentials.patientID, password: nil)
+            #expect(missing.status == 400)
+            #expect(errorCode(missing) == "missing_field")
+            #expect(try await trio.admin.participant(setup.credentials.patientID).registeredAt == nil)
+        }
+    }
+
+    @Test func badInputGetsClearErrorsAndChangesNothing() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            try await client.start()
+            let password = "new-" + setup.credentials.password
+            let id = setup.credentials.patientID
+            let before = try await trio.admin.stats(setup.study.studyID)
+
+            // Over the 1 MiB body limit.
+            let huge = try await mobilePost(trio, "/mobile-heartbeat", patientID: id, password: password,
+                                            extra: [("message", String(repeating: "x", count: 1_100_000))])
+            #expect(huge.status == 413)
+            // Unknown survey.
+            let unknown = try await mobilePost(trio, "/download_survey", patientID: id, password: password, extra: [("survey_id", "ffffffffffffffffffffffff")])
+            #expect(unknown.status == 404)
+            #expect(errorCode(unknown) == "survey_not_found")
+            #expect(try await mobilePost(trio, "/download_survey", patientID: id, password: password).status == 400)
+            // A corrupt upload: Beiwe's 200 telling the device to delete the file; nothing stored.
+            let corrupt = try await mobilePost(trio, "/upload", patientID: id, password: password,
+                                               extra: [("file_name", "\(id)_surveyAnswers_\(setup.surveyID)_1.csv"), ("file", "garbage\nmore")])
+            #expect(corrupt.status == 200)
+            #expect(corrupt.text.hasPrefix("file was bad"))
+            let noFile = try await mobilePost(trio, "/upload", patientID: id, password: password, extra: [("file_name", "\(id)_gps_1.csv")])
+            #expect(noFile.status == 400)
+            let badName = try await mobilePost(trio, "/upload", patientID: id, password: password, extra: [("file_name", "x.exe"), ("file", "a")])
+            #expect(badName.text == "file obviously invalid.")
+            // Empty token.
+            #expect(try await mobilePost(trio, "/set_fcm_token", patientID: id, password: password, extra: [("fcm_token", "")]).status == 400)
+            // Telemetry: not JSON, wrong shape, too large.
+            let notJSON = HTTPRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/doc-1", body: Array("{".utf8))
+            #expect(try await trio.http.send(notJSON).status == 400)
+            let wrongShape = try HTTPRequest.json(trio.server.url + "/submit/app/events/1/doc-2", body: ["ping_info": 1])
+            #expect(try await trio.http.send(wrongShape).status == 400)
+            var bomb = HTTPRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/doc-3",
+                                   headers: [("Content-Encoding", "gzip")], body: Gzip.compress([UInt8](repeating: 32, count: 2 << 20)))
+            bomb.timeout = .seconds(10)
+            #expect(try await trio.http.send(bomb).status == 413)
+            // Admin: malformed JSON, unknown fields, bad schedule, unknown study.
+            let malformed = HTTPRequest(method: "POST", url: trio.server.url + "/__admin/studies", headers: [("Content-Type", "application/json")], body: Array("{\"name\":".utf8))
+            let r1 = try await trio.http.send(malformed)
+            #expect(r1.status == 400)
+            #expect(errorCode(r1) == "invalid_json")
+            let badZone = try await trio.http.send(.json(trio.server.url + "/__admin/studies", body: ["name": "x", "scheduling": "server", "timezone": "Mars/Base"]))
+            #expect(errorCode(badZone) == "invalid_timezone")
+            let badSchedule = try await trio.http.send(.json(trio.server.url + "/__admin/studies/\(setup.study.studyID)/surveys", body: JSONValue.object([
+                "name": "x", "survey_type": "tracking_survey", "content": [],
+                "schedules": [["type": "weekly", "day_of_week": 1, "hour": 25, "minute": 0]]])))
+            #expect(badSchedule.status == 400)
+            #expect((try? badSchedule.decode(ErrorBody.self))?.error.field == "hour")
+            let noStudy = try await trio.http.send(HTTPRequest(url: trio.server.url + "/__admin/studies/000000000000000000000000"))
+            #expect(noStudy.status == 404)
+            let badClock = try await trio.http.send(.json(trio.server.url + "/__admin/studies/\(setup.study.studyID)/clock", body: ["advance_seconds": -5]))
+            #expect(badClock.status == 400)
+
+            #expect(try await trio.admin.stats(setup.study.studyID) == before)
+            #expect(try await trio.admin.telemetry().isEmpty)
+            await client.close()
+        }
+    }
+
+    @Test func duplicateFormKeysKeepTheLastValue() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio, scheduling: "device")
+            // Android writes some keys twice and does not escape values.
+            let body = "patient_id=\(setup.credentials.patientID)&password=\(BeiwePassword.deviceHash(setup.credentials.password))&device_id=first"
+                + "&new_password=pw&phone_number=1&device_id=second&timezone=Asia/Kathmandu"
+            let response = try await trio.http.send(.form(trio.server.url + "/register_user", body))
+            #expect(response.status == 200)
+            let participant = try await trio.admin.participant(setup.credentials.patientID)
+            #expect(participant.deviceID == "second")
+            #expect(participant.timezone == "Asia/Kathmandu")
+        }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import SurveyWire
+import Testing
+import Transport
+import TrioTesting
+
+/// Process conventions (PROTOCOL.md §6) and `survey-cli up`.
+@Suite(.timeLimit(.minutes(2))) struct ProcessTests {
+    @Test func serversStopWithinOneSecondOfSIGTERM() async throws {
+        let trio = try await Trio.start()
+        #expect(try await trio.admin.health())
+        #expect(try await trio.control.health())
+        let info = try await trio.admin.info()
+        #expect(info.url == trio.server.url)
+        #expect(info.relayURL == trio.relay.url)
+        #expect(info.kdfIterations == 1000)
+        // An open device stream must not hold the relay up.
+        let token = try await trio.control.registerDevice(platform: "ios")
+        let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+        #expect(stream.status == 200)
+        let serverWait = await trio.server.stop()
+        let relayWait = await trio.relay.stop()
+        #expect(serverWait < 1.0)
+        #expect(relayWait < 1.0)
+        #expect(trio.server.terminationStatus == 0)
+        #expect(trio.relay.terminationStatus == 0)
+        trio.http.shutdown()
+    }
+
+    @Test func metricsArePrometheusText() async throws {
+        try await Trio.with { trio in
+            _ = try await trio.admin.health()
+            let text = try await trio.http.send(HTTPRequest(url: trio.server.url + "/metrics")).text
+            #expect(text.contains("# TYPE http_requests_total counter"))
+            #expect(text.contains(#"route="/__admin/health",status="200""#))
+        }
+    }
+
+    @Test func fileDatabaseKeepsDataAcrossARestart() async throws {
+        let dir = temporaryDirectory("db")
+        let path = dir.appendingPathComponent("server.sqlite").path
+        let studyID = try await Trio.with(.init(database: path)) { trio in
+            let setup = try await StudySetup.make(trio)
+            return setup.study.studyID
+        }
+        try await Trio.with(.init(database: path)) { trio in
+            let study = try await trio.admin.study(studyID)
+            #expect(study.clock.now == mondayBeforeNineChicago)
+            #expect(try await trio.admin.stats(studyID).participants == 1)
+        }
+    }
+
+    @Test func badArgumentsFailFastWithAMessage() async throws {
+        await #expect(throws: LaunchError.self) {
+            _ = try await ServerProcess.launch(executable: Executables.url("mock-server"), arguments: ["--port", "99999"],
+                                               logFile: temporaryDirectory("log").appendingPathComponent("x.log"), timeout: .seconds(5))
+        }
+        await #expect(throws: LaunchError.self) {
+            _ = try await ServerProcess.launch(executable: Executables.url("mock-server"), arguments: ["--host", "0.0.0.0"],
+                                               logFile: temporaryDirectory("log").appendingPathComponent("y.log"), timeout: .seconds(5))
+        }
+    }
+
+    @Test func surveyCLIUpPrintsOneReadyLineAndStopsBothOnSIGTERM() async throws {
+        let dir = temporaryDirectory("up")
+        let up = try await ServerProcess.launch(executable: Executables.url("survey-cli"), arguments: ["up", "--data-dir", dir.path],
+                                                logFile: dir.appendingPathComponent("cli.log"))
+        let server = try #require(up.ready.mockServer)
+        let relay = try #require(up.ready.pushRelay)
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        #expect(try await http.send(HTTPRequest(url: server + "/__admin/health")).status == 200)
+        #expect(try await http.send(HTTPRequest(url: relay + "/__control/health")).status == 200)
+        #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("mock-server.sqlite").path))
+        await up.stop()
+        #expect(up.terminationStatus == 0)
+        await #expect(throws: TransportError.self) { try await http.send(HTTPRequest(url: server + "/__admin/health")) }
+        await #expect(throws: TransportError.self) { try await http.send(HTTPRequest(url: relay + "/__control/health")) }
+    }
+}

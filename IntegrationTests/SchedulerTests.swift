@@ -1,0 +1,108 @@
+import ClientSDK
+import Foundation
+import Scheduling
+import SurveyWire
+import Testing
+import Transport
+import TrioTesting
+
+/// The server's scheduler through the admin API: edits, deletes, token loss and clocks.
+@Suite(.timeLimit(.minutes(2))) struct SchedulerTests {
+    @Test func editingASurveyNeverResendsAndDeletingDropsPending() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            try await client.start()
+            let study = setup.study.studyID
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 120).fired.count == 1)
+
+            // Beiwe #350/#407: an edit (content and an unchanged schedule) re-sends nothing.
+            var edited = moodSurvey
+            edited.name = "Weekly mood (v2)"
+            try await trio.admin.replaceSurvey(setup.surveyID, edited)
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 60).fired.isEmpty)
+            let nextWeek = try await trio.admin.occurrences(study: study)
+            #expect(nextWeek.map(\.localTime) == ["2026-05-11T09:00"])
+
+            // Moving the time replaces the pending occurrence, not the sent one; a time already past today
+            // does not fire for today.
+            edited.schedules = [.weekly(dayOfWeek: 1, time: LocalTime(hour: 8, minute: 30), from: nil, until: nil)]
+            try await trio.admin.replaceSurvey(setup.surveyID, edited)
+            #expect(try await trio.admin.occurrences(study: study).map(\.localTime) == ["2026-05-11T08:30"])
+            let all = try await trio.admin.occurrences(study: study, all: true)
+            #expect(all.filter { $0.status == "sent" }.map(\.localTime) == ["2026-05-04T09:00"])
+
+            // Beiwe #6: a deleted survey is never delivered.
+            try await trio.admin.deleteSurvey(setup.surveyID)
+            #expect(try await trio.admin.occurrences(study: study).isEmpty)
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 8 * 86400).fired.isEmpty)
+            let gone = try await mobilePost(trio, "/download_survey", patientID: setup.credentials.patientID,
+                                            password: "new-" + setup.credentials.password, extra: [("survey_id", setup.surveyID)])
+            #expect(gone.status == 404)
+            await client.close()
+        }
+    }
+
+    @Test func unregisteredTokenHoldsPushesUntilANewTokenArrives() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            try await client.start()
+            let token = try #require(await client.pushToken)
+            await client.close()
+            // The app was reinstalled: its old token is dead at the relay.
+            #expect(try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(token)")).status == 204)
+
+            let study = setup.study.studyID
+            let first = try await trio.admin.advanceClock(study: study, seconds: 120)
+            #expect(first.fired.map(\.status) == ["token_unregistered"])
+            #expect(first.fired.first?.relayStatus == 404)
+            #expect(try await trio.admin.participant(setup.credentials.patientID).pushTokenUnregistered)
+            // No more attempts while the token is dead.
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 3600).fired.isEmpty)
+
+            // A new token: the held occurrence goes out at once, in one push.
+            let fresh = try await trio.control.registerDevice(platform: "android")
+            let set = try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
+                                           password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)])
+            #expect(set.status == 204)
+            let pushes = try await trio.admin.pushes(study: study)
+            #expect(pushes.map(\.status) == ["token_unregistered", "sent"])
+            #expect(try await trio.control.device(fresh).pending.count == 1)
+        }
+    }
+
+    @Test func missingRelayIsLoggedAndRetried() async throws {
+        try await Trio.with(.init(serverArguments: [])) { trio in
+            let setup = try await StudySetup.make(trio)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            try await client.start()
+            await trio.relay.stop()
+            let study = setup.study.studyID
+            let failed = try await trio.admin.advanceClock(study: study, seconds: 90)
+            #expect(failed.fired.map(\.status) == ["relay_error"])
+            #expect(failed.fired.first?.relayStatus == nil)
+            // Still pending; not retried before the 60 s back-off ends, then retried.
+            #expect(try await trio.admin.occurrences(study: study).first?.localTime == "2026-05-04T09:00")
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 20).fired.isEmpty)
+            let retried = try await trio.admin.advanceClock(study: study, seconds: 20)
+            #expect(retried.fired.map(\.status) == ["relay_error"])
+            await client.close()
+        }
+    }
+
+    @Test func clocksArePerStudy() async throws {
+        try await Trio.with { trio in
+            let a = try await StudySetup.make(trio)
+            let b = try await StudySetup.make(trio)
+            _ = try await trio.admin.advanceClock(study: a.study.studyID, seconds: 3600)
+            #expect(try await trio.admin.clock(study: a.study.studyID).now == "2026-05-04T14:59:00Z")
+            #expect(try await trio.admin.clock(study: b.study.studyID).now == "2026-05-04T13:59:00Z")
+            let real = try await trio.admin.realClock(study: b.study.studyID)
+            #expect(real.mode == "real")
+            let frozen = try await trio.admin.freezeClock(study: b.study.studyID, at: "2030-01-01T00:00:00Z")
+            #expect(frozen.now == "2030-01-01T00:00:00Z")
+            #expect(frozen.mode == "frozen")
+        }
+    }
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Shared by scripts/demo and scripts/test: install what the build needs, then build.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+APT_PACKAGES=(libcurl4-openssl-dev libssl-dev libsqlite3-dev zlib1g-dev pkg-config)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+ensure_toolchain() {
+    if ! command -v swift >/dev/null 2>&1; then
+        log "swift is not on PATH: install the Swift 6 toolchain (swift.org) first"
+        exit 1
+    fi
+}
+
+ensure_packages() {
+    local missing=()
+    for pkg in "${APT_PACKAGES[@]}"; do
+        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+            log "need root to run: apt-get install -y ${missing[*]}"
+            exit 1
+        fi
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+build() {
+    cd "$ROOT"
+    local started=$SECONDS
+    log "building ($*)"
+    swift build "$@"
+    log "build finished in $((SECONDS - started)) s"
+}
