@@ -16,8 +16,8 @@ final class CurlDriver: Sendable {
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
-    /// `@unchecked`-free wrapper: the multi handle pointer is only dereferenced by libcurl, on the driver
-    /// thread, except for `curl_multi_wakeup`, which libcurl documents as thread-safe.
+    /// `@unchecked Sendable` is safe: the multi handle is only used by libcurl on the driver thread, except for
+    /// `curl_multi_wakeup`, which libcurl documents as callable from any thread.
     private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
 
     private let multi: MultiHandle

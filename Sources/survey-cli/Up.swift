@@ -26,26 +26,29 @@ struct Up: AsyncParsableCommand {
     }
 }
 
-/// Waits for a signal, or for either child to exit.
-final class SignalWaiter: Sendable {
-    enum Reason { case signal, childExited }
+/// Waits for a signal, or for either child to exit. Keep it alive while waiting: it owns the signal sources.
+final class SignalWaiter {
+    enum Reason: Sendable { case signal, childExited }
     private let stream: AsyncStream<Int32>
+    private var sources: [any DispatchSourceSignal] = []
 
     init(_ signals: [Int32]) {
         let (stream, continuation) = AsyncStream<Int32>.makeStream()
         self.stream = stream
         for sig in signals {
+            // Dispatch delivers ignored signals to its sources; the default action would kill us first.
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler { continuation.yield(sig) }
             source.resume()
-            SignalSources.keep(source)
+            sources.append(source)
         }
     }
 
     func waitOrChildExit(_ trio: Trio) async -> Reason {
-        await withTaskGroup(of: Reason.self) { group in
-            group.addTask { for await _ in self.stream { return .signal }; return .signal }
+        let stream = self.stream
+        let reason = await withTaskGroup(of: Reason.self) { group in
+            group.addTask { for await _ in stream { return .signal }; return .signal }
             group.addTask {
                 while trio.server.isRunning && trio.relay.isRunning && !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(200))
@@ -56,15 +59,7 @@ final class SignalWaiter: Sendable {
             group.cancelAll()
             return first
         }
-    }
-}
-
-/// Keeps dispatch signal sources alive for the life of the process.
-enum SignalSources {
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
-    private static let lock = NSLock()
-    static func keep(_ source: any DispatchSourceSignal) {
-        lock.lock(); defer { lock.unlock() }
-        sources.append(source)
+        withExtendedLifetime(sources) {}
+        return reason
     }
 }

@@ -117,14 +117,18 @@ final class SchedulerEngine: Sendable {
     private func runDue(study: StudyRecord, through target: Date) async throws -> [PushRecord] {
         guard study.isServerScheduled else { return [] }
         let studyID = study.id
-        // Materialize everyone up to the horizon past the target.
+        // Materialize, in day-sized steps, everyone whose occurrences do not reach the horizon past the target
+        // (so a real-time tick every second touches no participant most of the time).
+        let horizonEnd = target.addingTimeInterval(OccurrencePlanner.horizon)
         try await store.write { db in
+            let participants = try ParticipantRecord.filter(sql: """
+                study_id = ? AND registered_at IS NOT NULL AND retired = 0
+                AND (materialized_through IS NULL OR materialized_through < ?)
+                """, arguments: [studyID, horizonEnd.timeIntervalSince1970]).fetchAll(db)
+            guard !participants.isEmpty else { return }
             let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db)
-            let participants = try ParticipantRecord
-                .filter(sql: "study_id = ? AND registered_at IS NOT NULL AND retired = 0", arguments: [studyID]).fetchAll(db)
             for participant in participants {
-                try OccurrencePlanner.extend(db, participant: participant, surveys: surveys,
-                                             through: target.addingTimeInterval(OccurrencePlanner.horizon))
+                try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400))
             }
         }
         let moments = try await store.read { db in
