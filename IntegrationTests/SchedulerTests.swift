@@ -87,6 +87,27 @@ import TrioTesting
             #expect(try await trio.admin.advanceClock(study: study, seconds: 20).fired.isEmpty)
             let retried = try await trio.admin.advanceClock(study: study, seconds: 20)
             #expect(retried.fired.map(\.status) == ["relay_error"])
+            // The back-off doubles: the next try waits 120 s.
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 100).fired.isEmpty)
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 30).fired.map(\.status) == ["relay_error"])
+            await client.close()
+        }
+    }
+
+    @Test func occurrencesOlderThanMaxDelayExpireInsteadOfBeingSent() async throws {
+        try await Trio.with { trio in
+            let study = try await trio.admin.createStudy(.init(name: "Short delay", timezone: "America/Chicago", scheduling: "server",
+                                                               clock: .init(frozenAt: mondayBeforeNineChicago), maxDelayMinutes: 30))
+            let credentials = try await trio.admin.createParticipants(study: study.studyID)[0]
+            _ = try await trio.admin.createSurvey(study: study.studyID, moodSurvey)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, credentials))
+            try await client.start()
+            await trio.relay.stop()
+            #expect(try await trio.admin.advanceClock(study: study.studyID, seconds: 90).fired.map(\.status) == ["relay_error"])
+            let later = try await trio.admin.advanceClock(study: study.studyID, seconds: 2 * 3600)
+            #expect(later.fired.map(\.status) == ["expired"])
+            let all = try await trio.admin.occurrences(study: study.studyID, all: true)
+            #expect(all.first { $0.localTime == "2026-05-04T09:00" }?.status == "expired")
             await client.close()
         }
     }

@@ -111,6 +111,7 @@ struct MobileRoutes: Sendable {
             p.pushToken = token
             p.tokenUnregisteredAt = nil
             p.retryAfter = nil
+            p.retryCount = 0
             try p.update(db)
         }
         try await auth.recordDeviceFields(form, patientID: patientID, at: now)
@@ -137,7 +138,7 @@ struct MobileRoutes: Sendable {
                                    arguments: [token, patientID]) != nil {
                 throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant", field: "fcm_token")
             }
-            try db.execute(sql: "UPDATE participant SET push_token = ?, token_unregistered_at = NULL, retry_after = NULL WHERE patient_id = ?",
+            try db.execute(sql: "UPDATE participant SET push_token = ?, token_unregistered_at = NULL, retry_after = NULL, retry_count = 0 WHERE patient_id = ?",
                            arguments: [token, patientID])
         }
         try await auth.recordDeviceFields(form, patientID: patientID, at: study.now(real: context.realNow()))

@@ -12,10 +12,8 @@ final class SchedulerEngine: Sendable {
     let locks = StudyLocks()
     let realNow: @Sendable () -> Date
     let logger: Logger
-    /// Study-clock seconds to wait before retrying a participant after a relay error.
-    let retryDelay: TimeInterval = 60
     /// Pushes in flight at once within one moment.
-    let parallelism = 32
+    let parallelism = 64
 
     init(store: Store, dispatcher: PushDispatcher, realNow: @escaping @Sendable () -> Date, logger: Logger) {
         self.store = store
@@ -149,6 +147,20 @@ final class SchedulerEngine: Sendable {
         return fired
     }
 
+    /// What one participant's turn at a due moment produced, written with everyone else's in one transaction.
+    private struct Attempt: Sendable {
+        enum ParticipantUpdate: Sendable {
+            case none
+            case delivered
+            case unregistered(token: String)
+            case backOff(until: Double, count: Int)
+        }
+        var records: [PushRecord] = []
+        var sent: [(occurrence: String, push: String)] = []
+        var expired: [(occurrence: String, push: String)] = []
+        var update: ParticipantUpdate = .none
+    }
+
     /// Sends, at study time `moment`, one push per participant bundling all their pending occurrences due by then.
     private func fire(study: StudyRecord, at moment: Date) async throws -> [PushRecord] {
         let studyID = study.id
@@ -157,50 +169,76 @@ final class SchedulerEngine: Sendable {
         let due: [Due] = try await store.read { db in
             let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ?", arguments: [studyID, t])
                 .order(sql: "patient_id, due_at").fetchAll(db)
+            guard !rows.isEmpty else { return [] }
+            let people = try ParticipantRecord.fetchAll(db, sql: """
+                SELECT * FROM participant WHERE retired = 0 AND patient_id IN
+                (SELECT DISTINCT patient_id FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ?)
+                """, arguments: [studyID, t])
+            let byID = Dictionary(uniqueKeysWithValues: people.map { ($0.patientId, $0) })
             var groups: [String: [OccurrenceRecord]] = [:]
             for row in rows { groups[row.patientId, default: []].append(row) }
-            return try groups.keys.sorted().compactMap { patientID in
-                guard let p = try ParticipantRecord.fetchOne(db, key: patientID), !p.retired else { return nil }
-                return Due(participant: p, occurrences: groups[patientID]!)
-            }
+            return groups.keys.sorted().compactMap { id in byID[id].map { Due(participant: $0, occurrences: groups[id]!) } }
         }
         guard !due.isEmpty else { return [] }
-        return try await withThrowingTaskGroup(of: [PushRecord].self) { group in
-            var results: [PushRecord] = []
+        let attempts = try await withThrowingTaskGroup(of: Attempt.self) { group in
+            var results: [Attempt] = []
             var iterator = due.makeIterator()
-            var running = 0
-            while running < parallelism, let next = iterator.next() {
-                group.addTask { try await self.deliver(next, studyID: studyID, at: t, maxDelay: maxDelay) }
-                running += 1
+            for _ in 0..<parallelism {
+                guard let next = iterator.next() else { break }
+                group.addTask { await self.attempt(next, studyID: studyID, at: t, maxDelay: maxDelay) }
             }
             while let done = try await group.next() {
-                results += done
+                results.append(done)
                 if let next = iterator.next() {
-                    group.addTask { try await self.deliver(next, studyID: studyID, at: t, maxDelay: maxDelay) }
+                    group.addTask { await self.attempt(next, studyID: studyID, at: t, maxDelay: maxDelay) }
                 }
             }
-            return results.sorted { ($0.patientId, $0.dueAt) < ($1.patientId, $1.dueAt) }
+            return results
         }
+        try await store.write { db in
+            for attempt in attempts {
+                for record in attempt.records { try record.insert(db) }
+                for (occurrence, push) in attempt.sent {
+                    try db.execute(sql: "UPDATE occurrence SET status = 'sent', push_uuid = ? WHERE uuid = ?", arguments: [push, occurrence])
+                }
+                for (occurrence, push) in attempt.expired {
+                    try db.execute(sql: "UPDATE occurrence SET status = 'expired', push_uuid = ? WHERE uuid = ?", arguments: [push, occurrence])
+                }
+                guard let patientID = attempt.records.first?.patientId else { continue }
+                switch attempt.update {
+                case .none: break
+                case .delivered:
+                    try db.execute(sql: "UPDATE participant SET retry_after = NULL, retry_count = 0 WHERE patient_id = ?", arguments: [patientID])
+                case .unregistered(let token):
+                    try db.execute(sql: "UPDATE participant SET token_unregistered_at = ? WHERE patient_id = ? AND push_token = ?",
+                                   arguments: [t, patientID, token])
+                case .backOff(let until, let count):
+                    try db.execute(sql: "UPDATE participant SET retry_after = ?, retry_count = ? WHERE patient_id = ?",
+                                   arguments: [until, count, patientID])
+                }
+            }
+        }
+        return attempts.flatMap(\.records).sorted { ($0.patientId, $0.dueAt) < ($1.patientId, $1.dueAt) }
     }
 
-    private func deliver(_ due: Due, studyID: String, at t: Double, maxDelay: TimeInterval) async throws -> [PushRecord] {
-        var logged: [PushRecord] = []
+    /// Back-off after a failed push: 60 s, doubling per consecutive failure, at most an hour (study time).
+    static func backOff(failures: Int) -> TimeInterval {
+        min(60 * pow(2, Double(min(failures, 10))), 3600)
+    }
+
+    private func attempt(_ due: Due, studyID: String, at t: Double, maxDelay: TimeInterval) async -> Attempt {
+        var result = Attempt()
         let expired = due.occurrences.filter { t - $0.dueAt > maxDelay }
         let live = due.occurrences.filter { t - $0.dueAt <= maxDelay }
         if !expired.isEmpty {
             let record = Self.logRecord(studyID: studyID, patientID: due.participant.patientId, occurrences: expired, sentAt: nil,
                                         status: "expired", relayStatus: nil, reason: "older than max_delay_minutes", nonce: nil)
-            try await store.write { db in
-                try record.insert(db)
-                for o in expired {
-                    try db.execute(sql: "UPDATE occurrence SET status = 'expired', push_uuid = ? WHERE uuid = ?", arguments: [record.uuid, o.uuid])
-                }
-            }
-            logged.append(record)
+            result.records.append(record)
+            result.expired = expired.map { ($0.uuid, record.uuid) }
         }
         let p = due.participant
-        guard !live.isEmpty, let token = p.pushToken, p.tokenUnregisteredAt == nil else { return logged }
-        if let retryAfter = p.retryAfter, retryAfter > t { return logged }
+        guard !live.isEmpty, let token = p.pushToken, p.tokenUnregisteredAt == nil else { return result }
+        if let retryAfter = p.retryAfter, retryAfter > t { return result }
 
         var surveyIDs: [String] = []
         var uuids: [String: [String]] = [:]
@@ -218,29 +256,19 @@ final class SchedulerEngine: Sendable {
                                     sentAt: outcome.status == "sent" ? t : nil, status: outcome.status,
                                     relayStatus: outcome.relayStatus, reason: outcome.reason, nonce: nonce)
         record.uuid = pushID
-        let final = record
-        let retryDelay = self.retryDelay
-        try await store.write { db in
-            try final.insert(db)
-            switch outcome.status {
-            case "sent":
-                for o in live {
-                    try db.execute(sql: "UPDATE occurrence SET status = 'sent', push_uuid = ? WHERE uuid = ?", arguments: [pushID, o.uuid])
-                }
-                try db.execute(sql: "UPDATE participant SET retry_after = NULL WHERE patient_id = ?", arguments: [p.patientId])
-            case "token_unregistered":
-                try db.execute(sql: "UPDATE participant SET token_unregistered_at = ? WHERE patient_id = ? AND push_token = ?",
-                               arguments: [t, p.patientId, token])
-            default:
-                try db.execute(sql: "UPDATE participant SET retry_after = ? WHERE patient_id = ?", arguments: [t + retryDelay, p.patientId])
-            }
-        }
-        if outcome.status != "sent" {
+        result.records.append(record)
+        switch outcome.status {
+        case "sent":
+            result.sent = live.map { ($0.uuid, pushID) }
+            result.update = .delivered
+        case "token_unregistered":
+            result.update = .unregistered(token: token)
+        default:
+            result.update = .backOff(until: t + Self.backOff(failures: p.retryCount), count: p.retryCount + 1)
             logger.info("push not delivered", metadata: ["patient_id": "\(p.patientId)", "status": "\(outcome.status)",
                                                          "relay_status": "\(outcome.relayStatus.map(String.init) ?? "-")"])
         }
-        logged.append(final)
-        return logged
+        return result
     }
 
     private static func logRecord(studyID: String, patientID: String, occurrences: [OccurrenceRecord], sentAt: Double?, status: String,

@@ -52,6 +52,7 @@ struct ParticipantRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
     var pushToken: String?
     var tokenUnregisteredAt: Double?
     var retryAfter: Double?
+    var retryCount: Int
     var deviceId: String?
     var os: String?
     var versionCode: String?
@@ -67,7 +68,7 @@ struct ParticipantRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
         case patientId = "patient_id", studyId = "study_id", passwordRecord = "password_record", privateKey = "private_key"
         case registeredAt = "registered_at", lastRegisteredAt = "last_registered_at", timezone
         case timezoneFallback = "timezone_fallback", reportedTimezone = "reported_timezone", pushToken = "push_token"
-        case tokenUnregisteredAt = "token_unregistered_at", retryAfter = "retry_after", deviceId = "device_id", os
+        case tokenUnregisteredAt = "token_unregistered_at", retryAfter = "retry_after", retryCount = "retry_count", deviceId = "device_id", os
         case versionCode = "version_code", versionName = "version_name", osVersion = "os_version"
         case deviceStatusReport = "device_status_report", deviceInfo = "device_info"
         case materializedThrough = "materialized_through", lastHeartbeatAt = "last_heartbeat_at", retired
@@ -79,6 +80,7 @@ struct ParticipantRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
         self.passwordRecord = passwordRecord
         self.privateKey = privateKey
         timezoneFallback = false
+        retryCount = 0
         retired = false
     }
 

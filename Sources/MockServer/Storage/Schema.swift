@@ -139,6 +139,9 @@ enum Schema {
                 );
                 """)
         }
+        migrator.registerMigration("v2-retry-count") { db in
+            try db.execute(sql: "ALTER TABLE participant ADD COLUMN retry_count INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }
