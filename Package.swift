@@ -139,6 +139,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Benchmarks (run by hand in release; see README "Performance").
+        .executableTarget(
+            name: "advance-benchmark",
+            dependencies: ["TrioTesting", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport"],
+            path: "Benchmarks/AdvanceBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
         // Tests.
         .testTarget(name: "SurveyWireTests", dependencies: ["SurveyWire"], path: "Tests/SurveyWireTests"),
         .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),

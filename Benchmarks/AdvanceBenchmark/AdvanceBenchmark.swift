@@ -1,0 +1,114 @@
+import Foundation
+import Scheduling
+import SurveyCrypto
+import SurveyWire
+import Transport
+import TrioTesting
+
+/// Measures how long `POST /__admin/studies/{id}/clock {"advance_seconds": 7 days}` takes when every participant
+/// of a study has a weekly survey due in that week, i.e. how fast the scheduler walks due moments and hands the
+/// pushes to the relay. Everything runs on loopback; the run is bounded by the participant count.
+///
+/// Usage: `advance-benchmark [--participants N] [--days D] [--concurrency C]` (defaults 10000, 7, 64).
+/// Build in release first: `swift build -c release --product advance-benchmark` (it starts the release servers
+/// next to it).
+@main
+struct AdvanceBenchmark {
+    static let zones = ["America/New_York", "America/Chicago", "America/Denver", "America/Phoenix", "America/Los_Angeles",
+                        "America/Anchorage", "Pacific/Honolulu"]
+
+    static func main() async throws {
+        let args = CommandLine.arguments
+        func option(_ name: String, _ fallback: Int) -> Int {
+            guard let i = args.firstIndex(of: name), i + 1 < args.count, let v = Int(args[i + 1]), v > 0 else { return fallback }
+            return v
+        }
+        let participants = option("--participants", 10_000)
+        let days = option("--days", 7)
+        let concurrency = option("--concurrency", 64)
+        let say = { (text: String) in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
+
+        let trio = try await Trio.start(.init(keepaliveSeconds: 25))
+        do {
+            say("servers: mock-server \(trio.server.url), push-relay \(trio.relay.url) (binaries in \(Executables.directory().path))")
+            let study = try await trio.admin.createStudy(.init(name: "bench", scheduling: "server", clock: .init(frozenAt: "2026-05-03T00:00:00Z")))
+            _ = try await trio.admin.createSurvey(study: study.studyID, .init(
+                name: "Weekly", content: [["question_id": "q", "question_type": "free_response", "question_text": "?"]],
+                schedules: [.weekly(dayOfWeek: 1, time: LocalTime(hour: 9, minute: 0), from: nil, until: nil)]))
+            var t0 = ContinuousClock.now
+            var credentials: [AdminWire.Credentials] = []
+            while credentials.count < participants {
+                credentials += try await trio.admin.createParticipants(study: study.studyID, .init(count: min(10_000, participants - credentials.count)))
+            }
+            say("created \(participants) participants in \(seconds(since: t0)) s")
+
+            t0 = ContinuousClock.now
+            let http = trio.http
+            let relay = trio.relay.url, server = trio.server.url
+            try await forEach(credentials.enumerated().map { $0 }, concurrency: concurrency) { index, who in
+                let token = try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: "android", appID: "bench")))
+                    .decode(RelayWire.TokenResponse.self).token
+                var form = FormBody()
+                form["patient_id"] = who.patientID
+                form["password"] = BeiwePassword.deviceHash(who.password)
+                form["device_id"] = "bench-\(index)"
+                form["new_password"] = who.password
+                form["phone_number"] = "NOT_SUPPLIED"
+                form["timezone"] = zones[index % zones.count]
+                form["fcm_token"] = token
+                let response = try await http.send(.form(server + "/register_user", form.encoded()))
+                guard response.status == 200 else { throw BenchError("register_user answered \(response.status): \(response.text)") }
+            }
+            let registerSeconds = seconds(since: t0)
+            say("registered \(participants) devices (relay token + /register_user) in \(registerSeconds) s: \(Int(Double(participants) / registerSeconds)) registrations/s")
+
+            t0 = ContinuousClock.now
+            var request = try HTTPRequest.json(server + "/__admin/studies/\(study.studyID)/clock", body: AdminWire.ClockRequest(advanceSeconds: days * 86400))
+            request.timeout = .seconds(600)
+            let response = try await http.send(request)
+            let advanceSeconds = seconds(since: t0)
+            guard response.status == 200 else { throw BenchError("advance answered \(response.status): \(response.text)") }
+            let result = try response.decode(AdminWire.ClockResult.self)
+            let sent = result.fired.filter { $0.status == "sent" }.count
+            say("advance \(days) days: \(result.fired.count) pushes fired (\(sent) sent) in \(advanceSeconds) s (\(Int(Double(result.fired.count) / advanceSeconds)) pushes/s)")
+            say("RESULT participants=\(participants) days=\(days) fired=\(result.fired.count) sent=\(sent) advance_seconds=\(advanceSeconds)")
+            await trio.stop()
+            if days % 7 == 0, sent != participants * days / 7 {
+                throw BenchError("expected \(participants * days / 7) sent pushes, got \(sent)")
+            }
+        } catch {
+            await trio.stop()
+            throw error
+        }
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let d = ContinuousClock.now - start
+        return (Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18).rounded(toPlaces: 3)
+    }
+
+    static func forEach<T: Sendable>(_ items: [T], concurrency: Int, _ body: @escaping @Sendable (T) async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var iterator = items.makeIterator()
+            for _ in 0..<concurrency {
+                guard let next = iterator.next() else { break }
+                group.addTask { try await body(next) }
+            }
+            while try await group.next() != nil {
+                if let next = iterator.next() { group.addTask { try await body(next) } }
+            }
+        }
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ text: String) { description = text }
+}
+
+extension Double {
+    func rounded(toPlaces places: Int) -> Double {
+        let scale = pow(10, Double(places))
+        return (self * scale).rounded() / scale
+    }
+}
