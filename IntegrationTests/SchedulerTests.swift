@@ -127,3 +127,40 @@ import TrioTesting
         }
     }
 }
+
+/// Relative schedules and the study's intervention list.
+@Suite(.timeLimit(.minutes(2))) struct InterventionTests {
+    @Test func relativeSchedulesFollowInterventionDates() async throws {
+        try await Trio.with { trio in
+            let study = try await trio.admin.createStudy(.init(name: "I", timezone: "America/Chicago", scheduling: "server",
+                                                               clock: .init(frozenAt: mondayBeforeNineChicago), interventions: ["surgery"]))
+            #expect(study.interventions == ["surgery"])
+            var survey = moodSurvey
+            survey.schedules = [.relative(daysAfter: 2, time: LocalTime(hour: 10, minute: 0), anchor: .intervention("surgery"))]
+            // Unknown interventions are refused, in surveys and in participant dates; nothing is stored.
+            var bad = survey
+            bad.schedules = [.relative(daysAfter: 2, time: LocalTime(hour: 10, minute: 0), anchor: .intervention("visit"))]
+            await #expect(throws: APIFailure.self) { _ = try await trio.admin.createSurvey(study: study.studyID, bad) }
+            let surveyID = try await trio.admin.createSurvey(study: study.studyID, survey)
+            let credentials = try await trio.admin.createParticipants(study: study.studyID)[0]
+            do {
+                try await trio.admin.addIntervention(patient: credentials.patientID, .init(name: "visit", date: "2026-05-05"))
+                Issue.record("an unknown intervention was accepted")
+            } catch let failure as APIFailure {
+                #expect(failure.status == 400)
+                #expect(failure.code == "unknown_intervention")
+            }
+            let client = try SurveyClient(configuration: clientConfiguration(trio, credentials))
+            try await client.start()
+            // No intervention date yet: nothing scheduled.
+            #expect(try await trio.admin.occurrences(study: study.studyID).isEmpty)
+            try await trio.admin.addIntervention(patient: credentials.patientID, .init(name: "surgery", date: "2026-05-04"))
+            let pending = try await trio.admin.occurrences(study: study.studyID)
+            #expect(pending.map(\.localTime) == ["2026-05-06T10:00"])
+            #expect(pending.map(\.surveyID) == [surveyID])
+            let fired = try await trio.admin.advanceClock(study: study.studyID, seconds: 3 * 86400)
+            #expect(fired.fired.map(\.status) == ["sent"])
+            await client.close()
+        }
+    }
+}

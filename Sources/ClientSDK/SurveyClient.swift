@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Scheduling
 import SurveyCrypto
 import SurveyWire
 import Transport
@@ -32,6 +33,7 @@ public actor SurveyClient {
     private let now: @Sendable () -> Date
     private var state: ClientState
     private var streamTask: Task<Void, Never>?
+    private var localScheduleTask: Task<Void, Never>?
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
@@ -68,12 +70,18 @@ public actor SurveyClient {
         if !state.registered { try await register() }
         await retryUploads()
         await retryPings()
+        if state.scheduling == "device" {
+            _ = try? await checkForSurveys()
+            startLocalSchedule()
+        }
     }
 
     /// Stops the push stream and sends waiting telemetry (best effort). The client can be started again.
     public func stop() async {
         streamTask?.cancel()
         streamTask = nil
+        localScheduleTask?.cancel()
+        localScheduleTask = nil
         if !state.pendingEvents.isEmpty { try? await flushTelemetry() }
     }
 
@@ -225,6 +233,10 @@ public actor SurveyClient {
         state.studyID = studyID
         state.scheduling = body["scheduling"]?.stringValue ?? "server"
         state.timeZone = body["timezone"]?.stringValue ?? configuration.timeZone
+        if let frequency = body["device_settings"]?["check_for_new_surveys_frequency_seconds"]?.numberValue {
+            state.checkFrequencySeconds = max(30, Int(frequency))
+        }
+        state.localCheckedThrough = WireTime.format(now(), milliseconds: true)
         try save()
         record(category: "registration", name: "registered", extra: ["scheduling": state.scheduling ?? ""])
         emit(.registered(studyID: studyID, scheduling: state.scheduling ?? "server", timeZone: state.timeZone ?? configuration.timeZone))
@@ -315,6 +327,92 @@ public actor SurveyClient {
                 options = "\(min) - \(max)"
             }
             return SurveyAnswer(questionID: id, questionType: type, questionText: text, answerOptions: options, answer: answers[id] ?? "")
+        }
+    }
+
+    // MARK: Device scheduling (old-style studies)
+
+    /// Downloads the study's survey list (`/download_surveys`), forgets stored surveys the study no longer has,
+    /// and fires whatever the `timings` make due by the device clock. Returns the surveys that became available.
+    /// Old-style studies poll this every `check_for_new_surveys_frequency_seconds`; it can also be called at any time.
+    @discardableResult
+    public func checkForSurveys() async throws(SurveyClientError) -> [StoredSurvey] {
+        let response = try await api.post("download_surveys", api.baseForm(state: state))
+        guard response.status == 200, let list = try? response.decode([SurveyEntry].self) else {
+            throw SurveyClientError(code: "download_failed", message: "download_surveys answered \(response.status)", status: response.status)
+        }
+        state.deviceSurveys = list
+        state.lastSurveyCheck = WireTime.format(now(), milliseconds: true)
+        let ids = Set(list.map(\.id))
+        if state.scheduling == "device" {
+            for stored in pendingSurveys() where !ids.contains(stored.surveyID) {
+                files.remove(files.surveyURL(stored.surveyID))
+            }
+        }
+        try save()
+        return try runLocalSchedule()
+    }
+
+    /// Fires surveys of an old-style study whose `timings` fell due between the last evaluation and the device
+    /// clock's now, in the device's time zone (the `Scheduling` module's rules). Each due survey is stored and
+    /// surfaced exactly like a pushed one. Returns the surveys that became available.
+    @discardableResult
+    public func runLocalSchedule() throws(SurveyClientError) -> [StoredSurvey] {
+        guard state.scheduling == "device" else { return [] }
+        let current = now()
+        let from = state.localCheckedThrough.flatMap(WireTime.parse) ?? current
+        guard current > from else { return [] }
+        let zone = TimeZone(identifier: configuration.timeZone) ?? TimeZone(identifier: state.timeZone ?? "") ?? TimeZone(identifier: "UTC")!
+        let context = ParticipantContext(timeZone: zone, registeredAt: .distantPast)
+        var fired: [StoredSurvey] = []
+        for entry in state.deviceSurveys {
+            let schedules = OccurrenceCalculator.weeklySchedules(fromTimings: entry.timings ?? [])
+            let due = OccurrenceCalculator.occurrences(of: schedules, for: context, after: from, through: current)
+            let uuids = due.map { "local-\(entry.id)-\($0.localTimestamp)" }.filter { !state.seenUUIDs.contains($0) }
+            guard let last = due.last, !uuids.isEmpty else { continue }
+            var spec = entry
+            spec.timings = nil
+            var stored = StoredSurvey(entry: spec, scheduleUUIDs: uuids, sentTime: WireTime.beiweSentTime(last.dueAt),
+                                      receivedAt: WireTime.format(current, milliseconds: true))
+            if let existing = try files.read(StoredSurvey.self, from: files.surveyURL(entry.id)) {
+                stored.receivedAt = existing.receivedAt
+                stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
+            }
+            try files.write(stored, to: files.surveyURL(entry.id))
+            state.remember(nonce: "", uuids: uuids)
+            fired.append(stored)
+        }
+        state.localCheckedThrough = WireTime.format(current, milliseconds: true)
+        try save()
+        for stored in fired {
+            record(category: "survey", name: "local_trigger", extra: ["survey_id": stored.surveyID])
+            emit(.surveyAvailable(stored))
+        }
+        return fired
+    }
+
+    private func startLocalSchedule() {
+        guard localScheduleTask == nil else { return }
+        localScheduleTask = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(30))
+                guard !Task.isCancelled, let self else { return }
+                await self.localScheduleTick()
+            }
+        }
+    }
+
+    private func localScheduleTick() async {
+        let frequency = TimeInterval(state.checkFrequencySeconds ?? 3600)
+        let last = state.lastSurveyCheck.flatMap(WireTime.parse) ?? .distantPast
+        do {
+            if now().timeIntervalSince(last) >= frequency {
+                try await checkForSurveys()
+            } else {
+                try runLocalSchedule()
+            }
+        } catch {
+            emit(.error(error))
         }
     }
 

@@ -93,6 +93,33 @@ public enum OccurrenceCalculator {
         return byInstant.values.sorted { $0.dueAt < $1.dueAt }
     }
 
+    /// Beiwe's `timings` for one participant: the weekly entries, plus the absolute and relative occurrences that fall
+    /// in Beiwe's moving window of local days `[today − 4, today + 3)`, each mapped to (day of week, seconds after
+    /// local midnight) — how Beiwe lets a phone-side scheduler show non-weekly surveys.
+    public static func timings(of schedules: [Schedule], for participant: ParticipantContext, around now: Date) -> [[Int]] {
+        var days = weeklyTimings(of: schedules).map(Set.init)
+        let zone = ZoneRules(participant.timeZone)
+        let today = zone.local(now).date
+        let windowStart = zone.instant(today.adding(days: -4), LocalTime(hour: 0, minute: 0)).addingTimeInterval(-1)
+        let windowEnd = zone.instant(today.adding(days: 3), LocalTime(hour: 0, minute: 0)).addingTimeInterval(-1)
+        let oneOff = schedules.filter { if case .weekly = $0 { false } else { true } }
+        for o in occurrences(of: oneOff, for: participant, after: windowStart, through: windowEnd) {
+            days[o.localDate.dayOfWeek].insert(o.localTime.secondsOfDay)
+        }
+        return days.map { $0.sorted() }
+    }
+
+    /// Weekly schedules rebuilt from Beiwe `timings` (what a device scheduler works from).
+    public static func weeklySchedules(fromTimings timings: [[Int]]) -> [Schedule] {
+        var out: [Schedule] = []
+        for (day, seconds) in timings.prefix(7).enumerated() {
+            for s in Set(seconds).sorted() where (0..<86400).contains(s) {
+                out.append(.weekly(dayOfWeek: day, time: LocalTime(hour: s / 3600, minute: (s % 3600) / 60), from: nil, until: nil))
+            }
+        }
+        return out
+    }
+
     /// Beiwe's `timings` for old-style studies: 7 lists (index 0 = Sunday) of seconds after local midnight,
     /// sorted and without duplicates, from the weekly entries.
     public static func weeklyTimings(of schedules: [Schedule]) -> [[Int]] {

@@ -19,12 +19,16 @@ public enum AdminWire {
         public var clock: ClockSetting?
         public var maxDelayMinutes: Int?
         public var perParticipantKeys: Bool?
+        /// Names of the study's interventions (anchors of relative schedules).
+        public var interventions: [String]?
         enum CodingKeys: String, CodingKey {
             case name, timezone, scheduling, deviceSettings = "device_settings", clock
-            case maxDelayMinutes = "max_delay_minutes", perParticipantKeys = "per_participant_keys"
+            case maxDelayMinutes = "max_delay_minutes", perParticipantKeys = "per_participant_keys", interventions
         }
         public init(name: String, timezone: String? = nil, scheduling: String, deviceSettings: [String: JSONValue]? = nil,
-                    clock: ClockSetting? = nil, maxDelayMinutes: Int? = nil, perParticipantKeys: Bool? = nil) {
+                    clock: ClockSetting? = nil, maxDelayMinutes: Int? = nil, perParticipantKeys: Bool? = nil,
+                    interventions: [String]? = nil) {
+            self.interventions = interventions
             self.name = name
             self.timezone = timezone
             self.scheduling = scheduling
@@ -45,14 +49,17 @@ public enum AdminWire {
         public var perParticipantKeys: Bool
         public var deviceSettings: [String: JSONValue]
         public var clock: Clock
+        public var interventions: [String]
         public var createdAt: String
         enum CodingKeys: String, CodingKey {
             case studyID = "study_id", name, timezone, scheduling, maxDelayMinutes = "max_delay_minutes"
-            case perParticipantKeys = "per_participant_keys", deviceSettings = "device_settings", clock
+            case perParticipantKeys = "per_participant_keys", deviceSettings = "device_settings", clock, interventions
             case createdAt = "created_at"
         }
         public init(studyID: String, name: String, timezone: String, scheduling: String, maxDelayMinutes: Int,
-                    perParticipantKeys: Bool, deviceSettings: [String: JSONValue], clock: Clock, createdAt: String) {
+                    perParticipantKeys: Bool, deviceSettings: [String: JSONValue], clock: Clock, interventions: [String] = [],
+                    createdAt: String) {
+            self.interventions = interventions
             self.studyID = studyID
             self.name = name
             self.timezone = timezone

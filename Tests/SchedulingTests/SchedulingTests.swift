@@ -161,3 +161,24 @@ func zone(_ id: String) -> TimeZone { TimeZone(identifier: id)! }
         }
     }
 }
+
+@Suite struct TimingsTests {
+    @Test func movingWindowAddsNearbyOneOffOccurrences() {
+        let ctx = ParticipantContext(timeZone: zone("America/Chicago"), registeredAt: utc("2026-04-01T00:00:00Z"),
+                                     interventions: ["visit": LocalDate("2026-05-01")!])
+        let schedules: [Schedule] = [
+            .weekly(dayOfWeek: 1, time: LocalTime(hour: 9, minute: 0), from: nil, until: nil),
+            .absolute(date: LocalDate("2026-05-06")!, time: LocalTime(hour: 17, minute: 15)),   // Wednesday, in the window
+            .absolute(date: LocalDate("2026-06-01")!, time: LocalTime(hour: 8, minute: 0)),     // far away
+            .relative(daysAfter: 1, time: LocalTime(hour: 7, minute: 0), anchor: .intervention("visit")),  // Saturday 05-02
+        ]
+        // "Today" is Monday 2026-05-04 in Chicago: the window is Thursday 04-30 .. Wednesday 05-06.
+        let timings = OccurrenceCalculator.timings(of: schedules, for: ctx, around: utc("2026-05-04T15:00:00Z"))
+        #expect(timings == [[], [32400], [], [62100], [], [], [25200]])
+    }
+
+    @Test func timingsRoundTripToWeeklySchedules() {
+        let timings = [[60], [30600, 32400], [], [], [], [], [86340]]
+        #expect(OccurrenceCalculator.weeklyTimings(of: OccurrenceCalculator.weeklySchedules(fromTimings: timings)) == timings)
+    }
+}

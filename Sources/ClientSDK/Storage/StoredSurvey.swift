@@ -39,6 +39,12 @@ struct ClientState: Codable, Sendable {
     /// Nonces and schedule uuids already handled, newest last (bounded).
     var seenNonces: [String] = []
     var seenUUIDs: [String] = []
+    /// Old-style (device-scheduled) studies: the last downloaded survey list, how often to poll it, and the
+    /// device time up to which its timings have been evaluated.
+    var deviceSurveys: [SurveyEntry] = []
+    var checkFrequencySeconds: Int?
+    var lastSurveyCheck: String?
+    var localCheckedThrough: String?
     /// Telemetry events not yet in a ping.
     var pendingEvents: [PendingEvent] = []
     var pendingStart: String?

@@ -26,6 +26,7 @@ struct AdminRoutes: Sendable {
         admin.post("/studies") { request, _ in try await createStudy(request) }
         admin.get("/studies/{study_id}") { _, ctx in JSONResponse.make(try await studyView(try ctx.parameters.require("study_id"))) }
         admin.get("/studies/{study_id}/stats") { _, ctx in try await stats(try ctx.parameters.require("study_id")) }
+        admin.post("/studies/{study_id}/interventions") { request, ctx in try await addStudyIntervention(request, try ctx.parameters.require("study_id")) }
         admin.post("/studies/{study_id}/participants") { request, ctx in try await createParticipants(request, try ctx.parameters.require("study_id")) }
         admin.get("/participants/{patient_id}") { _, ctx in try await participant(try ctx.parameters.require("patient_id")) }
         admin.post("/participants/{patient_id}/interventions") { request, ctx in
@@ -58,15 +59,23 @@ struct AdminRoutes: Sendable {
         return study
     }
 
-    func view(_ s: StudyRecord) -> AdminWire.Study {
+    func interventionNames(_ studyID: String) async throws -> [String] {
+        try await store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM study_intervention WHERE study_id = ? ORDER BY name", arguments: [studyID])
+        }
+    }
+
+    func view(_ s: StudyRecord, interventions: [String]) -> AdminWire.Study {
         AdminWire.Study(
             studyID: s.id, name: s.name, timezone: s.timezone, scheduling: s.scheduling, maxDelayMinutes: s.maxDelayMinutes,
             perParticipantKeys: s.perParticipantKeys, deviceSettings: DeviceSettings.merged(s.settingsObject, id: MobileRoutes.settingsID(s.id)),
             clock: AdminWire.Clock(now: WireTime.format(s.now(real: context.realNow())), mode: s.clockMode),
-            createdAt: WireTime.format(Date(timeIntervalSince1970: s.createdAt)))
+            interventions: interventions, createdAt: WireTime.format(Date(timeIntervalSince1970: s.createdAt)))
     }
 
-    func studyView(_ id: String) async throws -> AdminWire.Study { view(try await study(id)) }
+    func studyView(_ id: String) async throws -> AdminWire.Study {
+        view(try await study(id), interventions: try await interventionNames(id))
+    }
 
     func createStudy(_ request: Request) async throws -> Response {
         let body = try await AdminValidation.decode(AdminWire.CreateStudy.self, from: request, allowed: AdminValidation.studyKeys, limit: limit)
@@ -79,8 +88,26 @@ struct AdminRoutes: Sendable {
             perParticipantKeys: body.perParticipantKeys ?? false, clockMode: frozen == nil ? "real" : "frozen",
             frozenAt: frozen?.timeIntervalSince1970, privateKey: Data(try key.privateKeyDER()),
             createdAt: context.realNow().timeIntervalSince1970)
-        try await store.write { db in try record.insert(db) }
-        return JSONResponse.make(view(record), status: .created)
+        let names = Array(Set(body.interventions ?? [])).sorted()
+        try await store.write { db in
+            try record.insert(db)
+            for name in names {
+                try db.execute(sql: "INSERT INTO study_intervention (study_id, name) VALUES (?, ?)", arguments: [record.id, name])
+            }
+        }
+        return JSONResponse.make(view(record, interventions: names), status: .created)
+    }
+
+    struct InterventionName: Codable { var name: String }
+
+    func addStudyIntervention(_ request: Request, _ studyID: String) async throws -> Response {
+        let body = try await AdminValidation.decode(InterventionName.self, from: request, allowed: ["name"], limit: limit)
+        guard !body.name.isEmpty, body.name.count <= 100 else { throw MockServerError.badField("name", "name must be 1-100 characters") }
+        _ = try await study(studyID)
+        try await store.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO study_intervention (study_id, name) VALUES (?, ?)", arguments: [studyID, body.name])
+        }
+        return JSONResponse.make(try await studyView(studyID), status: .created)
     }
 
     func stats(_ id: String) async throws -> Response {
@@ -151,6 +178,9 @@ struct AdminRoutes: Sendable {
         guard let p = try await store.read({ db in try ParticipantRecord.fetchOne(db, key: patientID) }) else {
             throw MockServerError.notFound("participant", patientID)
         }
+        guard try await interventionNames(p.studyId).contains(body.name) else {
+            throw MockServerError.badField("name", "the study has no intervention named '\(body.name)'", code: "unknown_intervention")
+        }
         try await store.write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO intervention (patient_id, name, date) VALUES (?, ?, ?)", arguments: [patientID, body.name, body.date])
         }
@@ -160,15 +190,15 @@ struct AdminRoutes: Sendable {
 
     // MARK: Surveys
 
-    func decodeSurvey(_ request: Request) async throws -> AdminWire.CreateSurvey {
+    func decodeSurvey(_ request: Request, studyID: String) async throws -> AdminWire.CreateSurvey {
         let body = try await AdminValidation.decode(AdminWire.CreateSurvey.self, from: request, allowed: AdminValidation.surveyKeys, limit: limit)
-        try AdminValidation.survey(body)
+        try AdminValidation.survey(body, interventions: Set(try await interventionNames(studyID)))
         return body
     }
 
     func createSurvey(_ request: Request, _ studyID: String) async throws -> Response {
-        let body = try await decodeSurvey(request)
         _ = try await study(studyID)
+        let body = try await decodeSurvey(request, studyID: studyID)
         let now = context.realNow().timeIntervalSince1970
         let record = SurveyRecord(
             id: Identifiers.objectID(), studyId: studyID, name: body.name, surveyType: body.surveyType,
@@ -191,8 +221,8 @@ struct AdminRoutes: Sendable {
     }
 
     func replaceSurvey(_ request: Request, _ id: String) async throws -> Response {
-        let body = try await decodeSurvey(request)
         var survey = try await existingSurvey(id)
+        let body = try await decodeSurvey(request, studyID: survey.studyId)
         survey.name = body.name
         survey.surveyType = body.surveyType
         survey.content = try WireJSON.encodeString(body.content)

@@ -10,7 +10,8 @@ extension ScheduleError: APIErrorConvertible {
 
 /// Checks on admin request bodies that JSON decoding alone does not make.
 enum AdminValidation {
-    static let studyKeys: Set<String> = ["name", "timezone", "scheduling", "device_settings", "clock", "max_delay_minutes", "per_participant_keys"]
+    static let studyKeys: Set<String> = ["name", "timezone", "scheduling", "device_settings", "clock", "max_delay_minutes", "per_participant_keys",
+                                         "interventions"]
     static let surveyKeys: Set<String> = ["name", "survey_type", "content", "settings", "schedules"]
     static let questionTypes: Set<String> = ["info_text_box", "slider", "radio_button", "checkbox", "free_response", "date", "time", "date_time"]
     static let textFieldTypes: Set<String> = ["NUMERIC", "SINGLE_LINE_TEXT", "MULTI_LINE_TEXT"]
@@ -45,12 +46,15 @@ enum AdminValidation {
         if let clock = body.clock, WireTime.parse(clock.frozenAt) == nil {
             throw MockServerError.badField("clock.frozen_at", "frozen_at must be an RFC 3339 time")
         }
+        for name in body.interventions ?? [] where name.isEmpty || name.count > 100 {
+            throw MockServerError.badField("interventions", "intervention names must be 1-100 characters")
+        }
         for key in (body.deviceSettings ?? [:]).keys.sorted() where DeviceSettings.defaults[key] == nil {
             throw MockServerError.badField("device_settings.\(key)", "'\(key)' is not a Beiwe device setting", code: "unknown_field")
         }
     }
 
-    static func survey(_ body: AdminWire.CreateSurvey) throws {
+    static func survey(_ body: AdminWire.CreateSurvey, interventions: Set<String>) throws {
         guard !body.name.isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
         guard SurveyEntry.surveyTypes.contains(body.surveyType) else {
             throw MockServerError.badField("survey_type", "survey_type must be tracking_survey or audio_survey")
@@ -78,8 +82,12 @@ enum AdminValidation {
                 }
             }
         }
-        for schedule in body.schedules {
+        for (index, schedule) in body.schedules.enumerated() {
             do { try schedule.validate() } catch { throw error.apiError }
+            if case .relative(_, _, .intervention(let name)) = schedule, !interventions.contains(name) {
+                throw MockServerError.badField("schedules[\(index)].anchor", "the study has no intervention named '\(name)'",
+                                               code: "unknown_intervention")
+            }
         }
     }
 

@@ -4,6 +4,17 @@ import Scheduling
 import SurveyCrypto
 import SurveyWire
 
+/// Time zones by name, parsed once per batch.
+struct ZoneCache {
+    private var zones: [String: TimeZone] = [:]
+    mutating func zone(_ name: String) -> TimeZone? {
+        if let zone = zones[name] { return zone }
+        let zone = TimeZone(identifier: name)
+        zones[name] = zone
+        return zone
+    }
+}
+
 /// Turns survey schedules into persisted occurrence rows with stable uuids.
 ///
 /// The uuid of an occurrence is derived from (survey, schedule entry, participant, local due time), so
@@ -24,9 +35,9 @@ enum OccurrencePlanner {
         return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
     }
 
-    static func context(_ db: Database, _ participant: ParticipantRecord) throws -> ParticipantContext? {
+    static func context(_ db: Database, _ participant: ParticipantRecord, zones: inout ZoneCache) throws -> ParticipantContext? {
         guard let registeredAt = participant.registeredAt, let zoneName = participant.timezone,
-              let zone = TimeZone(identifier: zoneName) else { return nil }
+              let zone = zones.zone(zoneName) else { return nil }
         var interventions: [String: LocalDate] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT name, date FROM intervention WHERE patient_id = ?", arguments: [participant.patientId]) {
             if let date = LocalDate(row["date"] as String) { interventions[row["name"]] = date }
@@ -46,9 +57,20 @@ enum OccurrencePlanner {
         }
     }
 
+    static func context(_ db: Database, _ participant: ParticipantRecord) throws -> ParticipantContext? {
+        var zones = ZoneCache()
+        return try context(db, participant, zones: &zones)
+    }
+
     /// Extends a participant's occurrences up to `through` (new rows only).
     static func extend(_ db: Database, participant: ParticipantRecord, surveys: [SurveyRecord], through: Date) throws {
-        guard let registeredAt = participant.registeredAt, let context = try context(db, participant) else { return }
+        var zones = ZoneCache()
+        try extend(db, participant: participant, surveys: surveys, through: through, zones: &zones)
+    }
+
+    /// Extends a participant's occurrences up to `through` (new rows only), reusing parsed time zones.
+    static func extend(_ db: Database, participant: ParticipantRecord, surveys: [SurveyRecord], through: Date, zones: inout ZoneCache) throws {
+        guard let registeredAt = participant.registeredAt, let context = try context(db, participant, zones: &zones) else { return }
         let from = participant.materializedThrough.map { Date(timeIntervalSince1970: $0) }
             ?? Date(timeIntervalSince1970: registeredAt - 0.001)
         guard through > from else { return }

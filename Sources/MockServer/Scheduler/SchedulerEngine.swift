@@ -118,17 +118,22 @@ final class SchedulerEngine: Sendable {
         // Materialize, in day-sized steps, everyone whose occurrences do not reach the horizon past the target
         // (so a real-time tick every second touches no participant most of the time).
         let horizonEnd = target.addingTimeInterval(OccurrencePlanner.horizon)
-        try await store.write { db in
+        let started = ContinuousClock.now
+        let extended = try await store.write { db -> Int in
             let participants = try ParticipantRecord.filter(sql: """
                 study_id = ? AND registered_at IS NOT NULL AND retired = 0
                 AND (materialized_through IS NULL OR materialized_through < ?)
                 """, arguments: [studyID, horizonEnd.timeIntervalSince1970]).fetchAll(db)
-            guard !participants.isEmpty else { return }
+            guard !participants.isEmpty else { return 0 }
             let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db)
+            var zones = ZoneCache()
             for participant in participants {
-                try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400))
+                try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400),
+                                             zones: &zones)
             }
+            return participants.count
         }
+        let materialized = ContinuousClock.now
         let moments = try await store.read { db in
             try Double.fetchAll(db, sql: """
                 SELECT DISTINCT due_at FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ? ORDER BY due_at
@@ -143,6 +148,13 @@ final class SchedulerEngine: Sendable {
         // Retries whose wait ended after the last due moment, and catch-up after a token change.
         if target.timeIntervalSince1970 > lastMoment {
             fired += try await fire(study: study, at: target)
+        }
+        if !fired.isEmpty || extended > 0 {
+            logger.info("scheduler ran", metadata: [
+                "study_id": "\(studyID)", "through": "\(WireTime.format(target))", "extended_participants": "\(extended)",
+                "materialize_ms": "\((materialized - started).milliseconds)", "moments": "\(moments.count)",
+                "pushes": "\(fired.count)", "fire_ms": "\((ContinuousClock.now - materialized).milliseconds)",
+            ])
         }
         return fired
     }

@@ -114,11 +114,17 @@ struct SurveyRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
 
     var scheduleList: [Schedule] { (try? WireJSON.decode([Schedule].self, from: schedules)) ?? [] }
 
-    func entry(withTimings: Bool) -> SurveyEntry {
+    /// The mobile API's entry. `timings` (for `/download_surveys`) are the weekly entries, plus Beiwe's moving window
+    /// of one-off occurrences when the participant's context is known.
+    func entry(withTimings: Bool, participant: ParticipantContext? = nil, now: Date = Date()) -> SurveyEntry {
         let contentValue = (try? WireJSON.decode([JSONValue].self, from: content)) ?? []
         let settingsValue = (try? WireJSON.decode(JSONValue.self, from: settings)) ?? .object([:])
-        return SurveyEntry(id: id, name: name, surveyType: surveyType, content: contentValue, settings: settingsValue,
-                           timings: withTimings ? OccurrenceCalculator.weeklyTimings(of: scheduleList) : nil)
+        var timings: [[Int]]?
+        if withTimings {
+            timings = participant.map { OccurrenceCalculator.timings(of: scheduleList, for: $0, around: now) }
+                ?? OccurrenceCalculator.weeklyTimings(of: scheduleList)
+        }
+        return SurveyEntry(id: id, name: name, surveyType: surveyType, content: contentValue, settings: settingsValue, timings: timings)
     }
 }
 

@@ -142,6 +142,15 @@ enum Schema {
         migrator.registerMigration("v2-retry-count") { db in
             try db.execute(sql: "ALTER TABLE participant ADD COLUMN retry_count INTEGER NOT NULL DEFAULT 0")
         }
+        migrator.registerMigration("v3-study-interventions") { db in
+            try db.execute(sql: """
+                CREATE TABLE study_intervention (
+                    study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
+                    name TEXT NOT NULL,
+                    PRIMARY KEY (study_id, name)
+                )
+                """)
+        }
         return migrator
     }
 }

@@ -57,7 +57,7 @@ final class Store: Sendable {
     func wipe() async throws {
         try await writer.write { db in
             for table in ["notification_report", "heartbeat", "telemetry", "upload", "submission", "push", "occurrence",
-                          "intervention", "survey", "participant", "study"] {
+                          "intervention", "survey", "participant", "study_intervention", "study"] {
                 try db.execute(sql: "DELETE FROM \(table)")
             }
         }
