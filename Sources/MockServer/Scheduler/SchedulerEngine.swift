@@ -79,10 +79,12 @@ final class SchedulerEngine: Sendable {
             guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else { return }
             let now = self.now(of: study)
             try await store.write { db in
-                guard let survey = try SurveyRecord.fetchOne(db, key: surveyID) else { return }
+                guard let record = try SurveyRecord.fetchOne(db, key: surveyID) else { return }
+                let survey = PreparedSurvey(record)
+                var batch = try PlanningBatch(db, studyID: studyID)
                 let participants = try ParticipantRecord.filter(sql: "study_id = ? AND registered_at IS NOT NULL", arguments: [studyID]).fetchAll(db)
                 for participant in participants {
-                    try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now)
+                    try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now, batch: &batch)
                 }
             }
         }
@@ -95,11 +97,15 @@ final class SchedulerEngine: Sendable {
             let now = self.now(of: study)
             try await store.write { db in
                 guard let participant = try ParticipantRecord.fetchOne(db, key: patientID) else { return }
-                let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db)
+                let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
+                var batch = PlanningBatch()
                 if participant.materializedThrough == nil {
-                    try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: now.addingTimeInterval(OccurrencePlanner.horizon))
+                    try OccurrencePlanner.extend(db, participant: participant, surveys: surveys,
+                                                 through: now.addingTimeInterval(OccurrencePlanner.horizon), batch: &batch)
                 } else {
-                    for survey in surveys { try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now) }
+                    for survey in surveys {
+                        try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now, batch: &batch)
+                    }
                 }
             }
         }
@@ -125,11 +131,11 @@ final class SchedulerEngine: Sendable {
                 AND (materialized_through IS NULL OR materialized_through < ?)
                 """, arguments: [studyID, horizonEnd.timeIntervalSince1970]).fetchAll(db)
             guard !participants.isEmpty else { return 0 }
-            let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db)
-            var zones = ZoneCache()
+            let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
+            var batch = try PlanningBatch(db, studyID: studyID)
             for participant in participants {
                 try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400),
-                                             zones: &zones)
+                                             batch: &batch)
             }
             return participants.count
         }
@@ -208,14 +214,11 @@ final class SchedulerEngine: Sendable {
             return results
         }
         try await store.write { db in
+            let mark = try db.cachedStatement(sql: "UPDATE occurrence SET status = ?, push_uuid = ? WHERE uuid = ?")
             for attempt in attempts {
                 for record in attempt.records { try record.insert(db) }
-                for (occurrence, push) in attempt.sent {
-                    try db.execute(sql: "UPDATE occurrence SET status = 'sent', push_uuid = ? WHERE uuid = ?", arguments: [push, occurrence])
-                }
-                for (occurrence, push) in attempt.expired {
-                    try db.execute(sql: "UPDATE occurrence SET status = 'expired', push_uuid = ? WHERE uuid = ?", arguments: [push, occurrence])
-                }
+                for (occurrence, push) in attempt.sent { try mark.execute(arguments: ["sent", push, occurrence]) }
+                for (occurrence, push) in attempt.expired { try mark.execute(arguments: ["expired", push, occurrence]) }
                 guard let patientID = attempt.records.first?.patientId else { continue }
                 switch attempt.update {
                 case .none: break
