@@ -43,9 +43,13 @@ import TrioTesting
         }
     }
 
-    @Test func unregisteredTokenHoldsPushesUntilANewTokenArrives() async throws {
+    @Test func unregisteredTokenHoldsPushesUntilANewTokenArrivesThenBundlesThem() async throws {
         try await Trio.with { trio in
+            var later = moodSurvey
+            later.name = "Ten o'clock"
+            later.schedules = [.absolute(date: LocalDate("2026-05-04")!, time: LocalTime(hour: 10, minute: 0))]
             let setup = try await StudySetup.make(trio)
+            let laterID = try await trio.admin.createSurvey(study: setup.study.studyID, later)
             let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
             try await client.start()
             let token = try #require(await client.pushToken)
@@ -58,17 +62,21 @@ import TrioTesting
             #expect(first.fired.map(\.status) == ["token_unregistered"])
             #expect(first.fired.first?.relayStatus == 404)
             #expect(try await trio.admin.participant(setup.credentials.patientID).pushTokenUnregistered)
-            // No more attempts while the token is dead.
+            // No more attempts while the token is dead, not even for the 10:00 survey.
             #expect(try await trio.admin.advanceClock(study: study, seconds: 3600).fired.isEmpty)
 
-            // A new token: the held occurrence goes out at once, in one push.
+            // A new token: both held occurrences go out at once, in one push.
             let fresh = try await trio.control.registerDevice(platform: "android")
             let set = try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
                                            password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)])
             #expect(set.status == 204)
             let pushes = try await trio.admin.pushes(study: study)
             #expect(pushes.map(\.status) == ["token_unregistered", "sent"])
-            #expect(try await trio.control.device(fresh).pending.count == 1)
+            #expect(pushes.last?.surveyIDs == [setup.surveyID, laterID])
+            #expect(pushes.last?.scheduleUUIDs.count == 2)
+            let pending = try await trio.control.device(fresh).pending
+            #expect(pending.count == 1)
+            #expect(pending.first?.payload["survey_ids"]?.stringValue == "[\"\(setup.surveyID)\",\"\(laterID)\"]")
         }
     }
 

@@ -52,7 +52,7 @@ final class SchedulerEngine: Sendable {
             if study.clockMode == "frozen" { study.frozenAt = current.timeIntervalSince1970 }
             let snapshot = study
             try await store.write { db in try snapshot.update(db) }
-            let fired = try await self.runDue(study: study, through: target)
+            let fired = try await self.runDue(study: study, from: current, through: target)
             if study.clockMode == "frozen" {
                 study.frozenAt = target.timeIntervalSince1970
                 let final = study
@@ -69,7 +69,8 @@ final class SchedulerEngine: Sendable {
             guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }), study.isServerScheduled else {
                 return []
             }
-            return try await self.runDue(study: study, through: self.now(of: study))
+            let now = self.now(of: study)
+            return try await self.runDue(study: study, from: now, through: now)
         }
     }
 
@@ -118,7 +119,10 @@ final class SchedulerEngine: Sendable {
         var occurrences: [OccurrenceRecord]
     }
 
-    private func runDue(study: StudyRecord, through target: Date) async throws -> [PushRecord] {
+    /// Walks the due moments in `(from, target]` in order; at each, every participant gets one push with all their
+    /// pending occurrences due by then (so a backlog from before `from` rides on the first push that goes out).
+    /// A final pass at `target` sends what is left once its back-off ended, or a backlog when no moment fell in the span.
+    private func runDue(study: StudyRecord, from: Date, through target: Date) async throws -> [PushRecord] {
         guard study.isServerScheduled else { return [] }
         let studyID = study.id
         // Materialize, in day-sized steps, everyone whose occurrences do not reach the horizon past the target
@@ -142,8 +146,8 @@ final class SchedulerEngine: Sendable {
         let materialized = ContinuousClock.now
         let moments = try await store.read { db in
             try Double.fetchAll(db, sql: """
-                SELECT DISTINCT due_at FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ? ORDER BY due_at
-                """, arguments: [studyID, target.timeIntervalSince1970])
+                SELECT DISTINCT due_at FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at > ? AND due_at <= ? ORDER BY due_at
+                """, arguments: [studyID, from.timeIntervalSince1970, target.timeIntervalSince1970])
         }
         var fired: [PushRecord] = []
         var lastMoment: Double = -.infinity
