@@ -10,8 +10,8 @@ import TrioTesting
 /// pushes to the relay. Everything runs on loopback; the run is bounded by the participant count.
 ///
 /// Usage: `advance-benchmark [--participants N] [--days D] [--concurrency C]` (defaults 10000, 7, 64).
-/// Build in release first: `swift build -c release --product advance-benchmark` (it starts the release servers
-/// next to it).
+/// Build everything in release first (`swift build -c release`): it starts the `mock-server` and `push-relay`
+/// found next to it.
 @main
 struct AdvanceBenchmark {
     static let zones = ["America/New_York", "America/Chicago", "America/Denver", "America/Phoenix", "America/Los_Angeles",
