@@ -1,4 +1,5 @@
 import Foundation
+import Scheduling
 
 /// RFC 3339 UTC timestamps (`2026-05-04T13:45:00Z`) and Beiwe's `sent_time` form, without `DateFormatter`.
 public enum WireTime {
@@ -35,7 +36,7 @@ public enum WireTime {
               u[10] == 84 || u[10] == 116, let h = num(11, 2), u[13] == 58, let mi = num(14, 2), u[16] == 58,
               let s = num(17, 2)
         else { return nil }
-        guard (1...12).contains(mo), (1...daysInMonth(y, mo)).contains(d), h < 24, mi < 60, s < 61 else { return nil }
+        guard LocalDate(year: y, month: mo, day: d) != nil, h < 24, mi < 60, s < 61 else { return nil }
         var i = 19
         var fraction = 0.0
         if i < u.count, u[i] == 46 {
@@ -67,41 +68,18 @@ public enum WireTime {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     }
 
-    static func daysInMonth(_ y: Int, _ m: Int) -> Int {
-        switch m {
-        case 2: return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
     static func floorDiv(_ a: Int64, _ b: Int64) -> Int64 {
         a >= 0 ? a / b : -((-a + b - 1) / b)
     }
 
-    // Howard Hinnant's days_from_civil / civil_from_days.
-    static func daysFromCivil(_ y0: Int, _ m: Int, _ d: Int) -> Int64 {
-        let y = Int64(m <= 2 ? y0 - 1 : y0)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = Int64(m > 2 ? m - 3 : m + 9)
-        let doy = (153 * mp + 2) / 5 + Int64(d) - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146097 + doe - 719468
+    static func daysFromCivil(_ y: Int, _ m: Int, _ d: Int) -> Int64 {
+        Int64(LocalDate(year: y, month: m, day: d)?.daysSinceEpoch ?? 0)
     }
 
     static func civil(_ epochSeconds: Int64) -> (Int, Int, Int, Int, Int, Int) {
         let days = floorDiv(epochSeconds, 86400)
         let rem = Int(epochSeconds - days * 86400)
-        let z = days + 719468
-        let era = (z >= 0 ? z : z - 146096) / 146097
-        let doe = z - era * 146097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = Int(doy - (153 * mp + 2) / 5 + 1)
-        let m = Int(mp < 10 ? mp + 3 : mp - 9)
-        let y = Int(yoe + era * 400) + (m <= 2 ? 1 : 0)
-        return (y, m, d, rem / 3600, (rem % 3600) / 60, rem % 60)
+        let date = LocalDate(daysSinceEpoch: Int(days))
+        return (date.year, date.month, date.day, rem / 3600, (rem % 3600) / 60, rem % 60)
     }
 }

@@ -244,42 +244,34 @@ struct AdminRoutes: Sendable {
 
     // MARK: What happened
 
-    func occurrences(_ request: Request, _ studyID: String) async throws -> Response {
+    /// Rows of one study's table, optionally for one participant (`?patient_id=`), in the given order.
+    func studyRows<Record: FetchableRecord & TableRecord & Sendable>(
+        _ type: Record.Type, _ request: Request, _ studyID: String, extra: String? = nil, order: String
+    ) async throws -> [Record] {
         _ = try await study(studyID)
         let patient = request.uri.queryParameters["patient_id"].map(String.init)
-        let all = request.uri.queryParameters["status"].map(String.init) == "all"
-        let rows = try await store.read { db in
+        return try await store.read { db in
             var sql = "study_id = ?"
             var args: StatementArguments = [studyID]
-            if !all { sql += " AND status = 'pending'" }
+            if let extra { sql += " AND \(extra)" }
             if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
-            return try OccurrenceRecord.filter(sql: sql, arguments: args).order(sql: "due_at, patient_id, survey_id").fetchAll(db)
+            return try Record.filter(sql: sql, arguments: args).order(sql: order).fetchAll(db)
         }
+    }
+
+    func occurrences(_ request: Request, _ studyID: String) async throws -> Response {
+        let all = request.uri.queryParameters["status"].map(String.init) == "all"
+        let rows = try await studyRows(OccurrenceRecord.self, request, studyID, extra: all ? nil : "status = 'pending'",
+                                       order: "due_at, patient_id, survey_id")
         return JSONResponse.make(rows.map(\.view))
     }
 
     func pushes(_ request: Request, _ studyID: String) async throws -> Response {
-        _ = try await study(studyID)
-        let patient = request.uri.queryParameters["patient_id"].map(String.init)
-        let rows = try await store.read { db in
-            var sql = "study_id = ?"
-            var args: StatementArguments = [studyID]
-            if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
-            return try PushRecord.filter(sql: sql, arguments: args).order(sql: "seq").fetchAll(db)
-        }
-        return JSONResponse.make(rows.map(\.view))
+        JSONResponse.make(try await studyRows(PushRecord.self, request, studyID, order: "seq").map(\.view))
     }
 
     func submissions(_ request: Request, _ studyID: String) async throws -> Response {
-        _ = try await study(studyID)
-        let patient = request.uri.queryParameters["patient_id"].map(String.init)
-        let rows = try await store.read { db in
-            var sql = "study_id = ?"
-            var args: StatementArguments = [studyID]
-            if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
-            return try SubmissionRecord.filter(sql: sql, arguments: args).order(sql: "seq").fetchAll(db)
-        }
-        return JSONResponse.make(rows.map(\.view))
+        JSONResponse.make(try await studyRows(SubmissionRecord.self, request, studyID, order: "seq").map(\.view))
     }
 
     func telemetry(_ request: Request) async throws -> Response {
