@@ -144,6 +144,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(
+            name: "crypto-benchmark",
+            dependencies: ["SurveyCrypto"],
+            path: "Benchmarks/CryptoBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
         // Tests.
         .testTarget(name: "SurveyWireTests", dependencies: ["SurveyWire"], path: "Tests/SurveyWireTests"),
         .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),

@@ -10,5 +10,6 @@ struct ServerContext: Sendable {
     let realNow: @Sendable () -> Date
     let bound: BoundAddress
     let metrics: ServerMetrics
+    let keys = KeyCache()
     let logger: Logger
 }

@@ -24,6 +24,17 @@ func bytes(hex: String) -> [UInt8] {
         #expect(hex(key) == expected)
     }
 
+    @Test func fastPathMatchesOpenSSLsGenericPBKDF2() throws {
+        // Passwords longer than the 64-byte HMAC block are hashed first; several output blocks; odd lengths.
+        for (passLength, saltLength, iterations, length) in [(0, 0, 1, 20), (64, 16, 3, 32), (65, 24, 7, 41), (200, 1024, 2, 64), (44, 24, 1000, 32)] {
+            let pass = (0..<passLength).map { UInt8(($0 * 7 + 3) % 256) }
+            let salt = (0..<saltLength).map { UInt8(($0 * 13 + 1) % 256) }
+            #expect(try PBKDF2.sha1(password: pass, salt: salt, iterations: iterations, keyLength: length)
+                    == PBKDF2.sha1Reference(password: pass, salt: salt, iterations: iterations, keyLength: length))
+        }
+        #expect(throws: CryptoError.self) { try PBKDF2.sha1(password: [1], salt: [UInt8](repeating: 0, count: 1025), iterations: 1, keyLength: 20) }
+    }
+
     @Test func rejectsZeroIterations() {
         #expect(throws: CryptoError.self) { try PBKDF2.sha1(password: [1], salt: [2], iterations: 0, keyLength: 32) }
     }

@@ -117,7 +117,7 @@ struct MobileRoutes: Sendable {
         try await auth.recordDeviceFields(form, patientID: patientID, at: now)
         try await context.scheduler.participantChanged(studyID: study.id, patientID: patientID)
         let registered = try await store.read { db in try ParticipantRecord.fetchOne(db, key: patientID) }
-        let key = try RSAKey(privateKeyDER: [UInt8](participant.privateKey ?? study.privateKey))
+        let key = try context.keys.key(participant: participant, study: study)
         let settings = DeviceSettings.merged(study.settingsObject, id: Self.settingsID(study.id))
         return JSONResponse.make(RegistrationResponse(
             clientPublicKey: Data(key.publicKeyDER()).base64EncodedString(), deviceSettings: settings,
@@ -192,7 +192,7 @@ struct MobileRoutes: Sendable {
         else { return text(.ok, "file obviously invalid.") }
         guard let file = form["file"] else { return text(.badRequest, "file not present") }
         guard !file.isEmpty else { return text(.ok, "empty file?") }
-        let key = try RSAKey(privateKeyDER: [UInt8](participant.privateKey ?? study.privateKey))
+        let key = try context.keys.key(participant: participant, study: study)
         let decrypted: BeiweFile.Decrypted
         switch Self.decrypt(file, key: key) {
         case .success(let value):
