@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
     ],
     targets: [
         // System libraries.
@@ -103,7 +104,11 @@ let package = Package(
         // Test kit: launches the real executables.
         .target(
             name: "TrioTesting",
-            dependencies: ["SurveyWire", "Scheduling", "Transport", "ClientSDK", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "SurveyWire", "Scheduling", "Transport", "ClientSDK", "SurveyCrypto",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
             swiftSettings: swiftSettings
         ),
 

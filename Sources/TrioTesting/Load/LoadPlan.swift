@@ -1,0 +1,135 @@
+import Foundation
+
+/// A usage error naming the flag at fault.
+public struct LoadUsageError: Error, Sendable, CustomStringConvertible {
+    public var flag: String
+    public var message: String
+    public var description: String { "\(flag): \(message)" }
+    public init(flag: String, message: String) {
+        self.flag = flag
+        self.message = message
+    }
+}
+
+/// Parses `10s`, `250ms`, `500us`, `2m`, `1h`, `1.5s`.
+public func parseDuration(_ text: String, flag: String) throws -> Duration {
+    // Longer suffixes first, so "ms" and "us" are not read as "s".
+    let units: [(String, Double)] = [("ms", 1e-3), ("us", 1e-6), ("s", 1), ("m", 60), ("h", 3600)]
+    for (suffix, scale) in units where text.hasSuffix(suffix) {
+        guard let value = Double(text.dropLast(suffix.count)), value >= 0, value.isFinite else { break }
+        return .nanoseconds(Int64((value * scale * 1e9).rounded()))
+    }
+    throw LoadUsageError(flag: flag, message: "'\(text)' is not a duration like 500us, 250ms, 10s or 2m")
+}
+
+/// Arrival rate over time: constant, or linear ramps between points (`0:100/s,30s:2000/s`), constant after the last.
+public struct RateSchedule: Sendable, Equatable {
+    /// (seconds since start, starts per second), sorted by time.
+    public var points: [(seconds: Double, rate: Double)]
+
+    public static func == (a: RateSchedule, b: RateSchedule) -> Bool {
+        a.points.map(\.seconds) == b.points.map(\.seconds) && a.points.map(\.rate) == b.points.map(\.rate)
+    }
+
+    public init(constant rate: Double) { points = [(0, rate)] }
+
+    /// Parses `T:R/s,T:R/s,...` where T is a duration (`0`, `30s`) and R a rate.
+    public init(parsing text: String, flag: String = "--ramp") throws {
+        var parsed: [(Double, Double)] = []
+        for part in text.split(separator: ",") {
+            let kv = part.split(separator: ":", maxSplits: 1)
+            guard kv.count == 2 else { throw LoadUsageError(flag: flag, message: "'\(part)' is not TIME:RATE/s") }
+            let time = kv[0] == "0" ? Duration.zero : try parseDuration(String(kv[0]), flag: flag)
+            var rateText = String(kv[1])
+            if rateText.hasSuffix("/s") { rateText.removeLast(2) }
+            guard let rate = Double(rateText), rate >= 0, rate.isFinite else {
+                throw LoadUsageError(flag: flag, message: "'\(kv[1])' is not a rate like 100/s")
+            }
+            parsed.append((time.seconds, rate))
+        }
+        guard !parsed.isEmpty else { throw LoadUsageError(flag: flag, message: "empty ramp") }
+        guard zip(parsed, parsed.dropFirst()).allSatisfy({ $0.0 < $1.0 }) else {
+            throw LoadUsageError(flag: flag, message: "ramp times must increase")
+        }
+        points = parsed.map { (seconds: $0.0, rate: $0.1) }
+    }
+
+    /// Starts per second at `t` seconds.
+    public func rate(at t: Double) -> Double {
+        guard let first = points.first else { return 0 }
+        if t <= first.seconds { return first.rate }
+        for (a, b) in zip(points, points.dropFirst()) where t < b.seconds {
+            return a.rate + (b.rate - a.rate) * (t - a.seconds) / (b.seconds - a.seconds)
+        }
+        return points.last!.rate
+    }
+}
+
+/// A pass/fail rule on the final report: `p99<25ms`, `p50<=5ms`, `errors<0.1%`, `rate>1000/s`.
+public struct Threshold: Sendable, Equatable, CustomStringConvertible {
+    public enum Metric: Sendable, Equatable {
+        case percentile(Double)
+        case max
+        case errorRate
+        case throughput
+    }
+    public var metric: Metric
+    public var lessThan: Bool
+    public var orEqual: Bool
+    /// Milliseconds for latency, a fraction for errors, per second for throughput.
+    public var limit: Double
+    public var text: String
+    public var description: String { text }
+
+    public init(parsing text: String) throws {
+        self.text = text
+        let ops = ["<=", ">=", "<", ">"]
+        guard let op = ops.first(where: { text.contains($0) }), let range = text.range(of: op) else {
+            throw LoadUsageError(flag: "--threshold", message: "'\(text)' needs <, <=, > or >=")
+        }
+        let name = String(text[..<range.lowerBound]).trimmingCharacters(in: .whitespaces)
+        var value = String(text[range.upperBound...]).trimmingCharacters(in: .whitespaces)
+        lessThan = op.hasPrefix("<")
+        orEqual = op.hasSuffix("=")
+        switch name {
+        case "errors":
+            guard value.hasSuffix("%"), let v = Double(value.dropLast()) else {
+                throw LoadUsageError(flag: "--threshold", message: "errors takes a percentage, e.g. errors<0.1%")
+            }
+            metric = .errorRate
+            limit = v / 100
+        case "rate":
+            if value.hasSuffix("/s") { value.removeLast(2) }
+            guard let v = Double(value) else { throw LoadUsageError(flag: "--threshold", message: "rate takes N/s") }
+            metric = .throughput
+            limit = v
+        default:
+            if name == "max" {
+                metric = .max
+            } else if name.hasPrefix("p"), let p = Double(name.dropFirst()), p > 0, p <= 100 {
+                metric = .percentile(p)
+            } else {
+                throw LoadUsageError(flag: "--threshold", message: "unknown metric '\(name)' (p50, p99, p99.9, max, errors, rate)")
+            }
+            limit = try parseDuration(value, flag: "--threshold").seconds * 1000
+        }
+    }
+
+    /// Whether a report passes.
+    public func passes(_ report: LoadReport) -> Bool {
+        let actual: Double
+        switch metric {
+        case .percentile(let p): actual = report.latencyMs.percentile(p)
+        case .max: actual = report.latencyMs.max
+        case .errorRate: actual = report.totals.errorRate
+        case .throughput: actual = report.totals.throughput
+        }
+        if lessThan { return orEqual ? actual <= limit : actual < limit }
+        return orEqual ? actual >= limit : actual > limit
+    }
+}
+
+extension Duration {
+    /// Seconds as a floating-point number.
+    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,115 @@
+import ArgumentParser
+import Foundation
+import SurveyWire
+import Transport
+import TrioTesting
+
+/// `survey-cli load ...`: load tests of the registration flow.
+struct Load: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Load-test registration against any server speaking the Beiwe mobile API.",
+        subcommands: [LoadSetupCommand.self, LoadRegisterCommand.self])
+}
+
+struct LoadSetupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "setup", abstract: "Create a study and N participants; write their credentials as JSON.")
+
+    @Option(help: "Mock server URL.") var server: String
+    @Option(help: "How many participants.") var participants = 1000
+    @Option(help: "Study scheduling: server or device.") var scheduling = "device"
+    @Flag(help: "Give each participant its own RSA key (slow).") var perParticipantKeys = false
+    @Option(help: "Where to write the credentials (JSON).") var out = "load-participants.json"
+
+    func validate() throws {
+        guard participants > 0 else { throw ValidationError("--participants must be positive") }
+        guard ["server", "device"].contains(scheduling) else { throw ValidationError("--scheduling must be server or device") }
+    }
+
+    func run() async throws {
+        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(600)))
+        defer { http.shutdown() }
+        let started = ContinuousClock.now
+        let result = try await LoadSetup.run(server: server, participants: participants, scheduling: scheduling,
+                                             perParticipantKeys: perParticipantKeys, http: http)
+        let seconds = (ContinuousClock.now - started).seconds
+        try WireJSON.encode(result).write(to: URL(fileURLWithPath: out))
+        print(String(format: "study %@: %d participants in %.2f s (%.0f participants/s) → %@", result.studyID, participants, seconds,
+                     Double(participants) / seconds, out))
+    }
+}
+
+struct LoadRegisterCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "register",
+        abstract: "Virtual devices register (and optionally get a relay token and download surveys); prints a line per second and a final table.",
+        discussion: "Exit codes: 0 thresholds passed, 99 a threshold failed, anything else a tool error (the partial report is still written).")
+
+    @Option(help: "Server URL.") var server: String
+    @Option(help: "Relay URL: each iteration first gets a token from it.") var relay: String?
+    @Option(help: "Credentials file written by `load setup`.") var participantsFile: String?
+    @Option(help: "Create a study with this many participants first (needs the mock server's admin API).") var setup: Int?
+    @Option(help: "Open model: starts per second.") var rate: Double?
+    @Option(help: "Open model: a ramp like 0:100/s,30s:2000/s.") var ramp: String?
+    @Option(help: "Closed model: this many devices looping.") var concurrency: Int?
+    @Option(help: "Open model: starts in flight at most; further starts are dropped and counted.") var maxInFlight = 1000
+    @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
+    @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
+    @Flag(help: "Download the survey list after registering.") var download = false
+    @Flag(help: "Register on the /ios paths.") var ios = false
+    @Option(help: "Write the JSON report here.") var report: String?
+    @Option(name: .customLong("threshold"), help: "A pass/fail rule: p99<25ms, p50<=5ms, max<1s, errors<0.1%, rate>1000/s. Repeatable.")
+    var thresholds: [String] = []
+
+    func run() async throws {
+        let durationValue: Duration, warmupValue: Duration, parsedThresholds: [Threshold], model: RegisterLoadOptions.Model
+        do {
+            durationValue = try parseDuration(duration, flag: "--duration")
+            warmupValue = try parseDuration(warmup, flag: "--warmup")
+            parsedThresholds = try thresholds.map { try Threshold(parsing: $0) }
+            let given = [rate != nil, ramp != nil, concurrency != nil].filter { $0 }.count
+            guard given <= 1 else { throw LoadUsageError(flag: "--rate/--ramp/--concurrency", message: "choose one load model") }
+            if let concurrency {
+                guard concurrency > 0 else { throw LoadUsageError(flag: "--concurrency", message: "must be positive") }
+                model = .closed(concurrency: concurrency)
+            } else {
+                guard maxInFlight > 0 else { throw LoadUsageError(flag: "--max-in-flight", message: "must be positive") }
+                let schedule = try ramp.map { try RateSchedule(parsing: $0) } ?? RateSchedule(constant: rate ?? 100)
+                guard schedule.points.contains(where: { $0.rate > 0 }) else { throw LoadUsageError(flag: "--rate", message: "must be positive") }
+                model = .open(schedule, maxInFlight: maxInFlight)
+            }
+            guard (participantsFile == nil) != (setup == nil) else {
+                throw LoadUsageError(flag: "--participants-file/--setup", message: "give exactly one")
+            }
+        } catch let error as LoadUsageError {
+            throw ValidationError(error.description)
+        }
+
+        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
+        defer { http.shutdown() }
+        let credentials: LoadSetup.Result
+        do {
+            if let file = participantsFile {
+                credentials = try WireJSON.decode(LoadSetup.Result.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
+            } else {
+                credentials = try await LoadSetup.run(server: server, participants: setup ?? 0, scheduling: "device", perParticipantKeys: false, http: http)
+            }
+        } catch {
+            FileHandle.standardError.write(Data("load: cannot get participants: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        let options = RegisterLoadOptions(server: server, relay: relay, participants: credentials.participants, studyID: credentials.studyID,
+                                          model: model, duration: durationValue, warmup: warmupValue, download: download, ios: ios)
+        var result = try await RegisterLoad.run(options, http: http) { line in
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+        for threshold in parsedThresholds { result.thresholds[threshold.text] = threshold.passes(result) }
+        print(result.table())
+        if let report { try WireJSON.encode(result).write(to: URL(fileURLWithPath: report)) }
+        if result.totals.succeeded == 0 && result.totals.failed > 0 && result.errors.keys.allSatisfy({ $0.hasPrefix("transport:") }) {
+            FileHandle.standardError.write(Data("load: the server could not be reached\n".utf8))
+            throw ExitCode(2)
+        }
+        if result.correct == false { throw ExitCode(99) }
+        if result.thresholds.values.contains(false) { throw ExitCode(99) }
+    }
+}
