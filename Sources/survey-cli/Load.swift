@@ -56,6 +56,8 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
     @Flag(help: "Download the survey list after registering.") var download = false
     @Flag(help: "Register on the /ios paths.") var ios = false
+    @Flag(help: "Baseline: only GET /__admin/health per iteration (compare a server's registration rate with its request overhead).")
+    var healthOnly = false
     @Option(help: "Write the JSON report here.") var report: String?
     @Option(name: .customLong("threshold"), help: "A pass/fail rule: p99<25ms, p50<=5ms, max<1s, errors<0.1%, rate>1000/s. Repeatable.")
     var thresholds: [String] = []
@@ -97,8 +99,9 @@ struct LoadRegisterCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("load: cannot get participants: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        let options = RegisterLoadOptions(server: server, relay: relay, participants: credentials.participants, studyID: credentials.studyID,
+        var options = RegisterLoadOptions(server: server, relay: relay, participants: credentials.participants, studyID: credentials.studyID,
                                           model: model, duration: durationValue, warmup: warmupValue, download: download, ios: ios)
+        options.healthOnly = healthOnly
         var result = try await RegisterLoad.run(options, http: http) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }

@@ -37,26 +37,28 @@ struct MobileAuth: Sendable {
     /// Records what every request may carry: versions, OS version, device status, reported time zone,
     /// device id and notification receipts.
     func recordDeviceFields(_ form: MobileForm, patientID: String, at now: Date) async throws {
-        let report = Self.notificationUUIDs(form["notification_uuids"])
-        try await store.write { db in
-            var assignments: [String] = []
-            var arguments: StatementArguments = []
-            for (field, column) in [("version_code", "version_code"), ("version_name", "version_name"), ("os_version", "os_version"),
-                                    ("device_status_report", "device_status_report"), ("timezone", "reported_timezone"),
-                                    ("device_id", "device_id")] {
-                if let value = form[field], !value.isEmpty {
-                    assignments.append("\(column) = ?")
-                    _ = arguments.append(contentsOf: [field == "device_status_report" ? value : String(value.prefix(64))])
-                }
+        try await store.write { db in try Self.recordDeviceFields(db, form, patientID: patientID, at: now) }
+    }
+
+    /// The same, inside a transaction the caller already holds.
+    static func recordDeviceFields(_ db: Database, _ form: MobileForm, patientID: String, at now: Date) throws {
+        var assignments: [String] = []
+        var arguments: StatementArguments = []
+        for (field, column) in [("version_code", "version_code"), ("version_name", "version_name"), ("os_version", "os_version"),
+                                ("device_status_report", "device_status_report"), ("timezone", "reported_timezone"),
+                                ("device_id", "device_id")] {
+            if let value = form[field], !value.isEmpty {
+                assignments.append("\(column) = ?")
+                _ = arguments.append(contentsOf: [field == "device_status_report" ? value : String(value.prefix(64))])
             }
-            if !assignments.isEmpty {
-                _ = arguments.append(contentsOf: [patientID])
-                try db.execute(sql: "UPDATE participant SET \(assignments.joined(separator: ", ")) WHERE patient_id = ?", arguments: arguments)
-            }
-            for uuid in report {
-                try db.execute(sql: "INSERT OR IGNORE INTO notification_report (patient_id, uuid, at) VALUES (?, ?, ?)",
-                               arguments: [patientID, uuid, now.timeIntervalSince1970])
-            }
+        }
+        if !assignments.isEmpty {
+            _ = arguments.append(contentsOf: [patientID])
+            try db.execute(sql: "UPDATE participant SET \(assignments.joined(separator: ", ")) WHERE patient_id = ?", arguments: arguments)
+        }
+        for uuid in notificationUUIDs(form["notification_uuids"]) {
+            try db.execute(sql: "INSERT OR IGNORE INTO notification_report (patient_id, uuid, at) VALUES (?, ?, ?)",
+                           arguments: [patientID, uuid, now.timeIntervalSince1970])
         }
     }
 

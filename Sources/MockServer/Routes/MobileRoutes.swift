@@ -92,7 +92,7 @@ struct MobileRoutes: Sendable {
         let os = form.isIOS ? "ios" : "android"
         let deviceID = form["device_id"] ?? ""
         let patientID = participant.patientId
-        try await store.write { db in
+        let registeredZone = try await store.write { db -> String in
             if let token, let holder = try String.fetchOne(db, sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?",
                                                            arguments: [token, patientID]) {
                 throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant (\(holder))", field: "fcm_token")
@@ -113,15 +113,18 @@ struct MobileRoutes: Sendable {
             p.retryAfter = nil
             p.retryCount = 0
             try p.update(db)
+            try MobileAuth.recordDeviceFields(db, form, patientID: patientID, at: now)
+            return p.timezone ?? zone
         }
-        try await auth.recordDeviceFields(form, patientID: patientID, at: now)
-        try await context.scheduler.participantChanged(studyID: study.id, patientID: patientID)
-        let registered = try await store.read { db in try ParticipantRecord.fetchOne(db, key: patientID) }
+        // Only server-scheduled studies have occurrences to plan; device studies schedule on the phone.
+        if study.isServerScheduled {
+            try await context.scheduler.participantChanged(studyID: study.id, patientID: patientID)
+        }
         let key = try context.keys.key(participant: participant, study: study)
         let settings = DeviceSettings.merged(study.settingsObject, id: Self.settingsID(study.id))
         return JSONResponse.make(RegistrationResponse(
             clientPublicKey: Data(key.publicKeyDER()).base64EncodedString(), deviceSettings: settings,
-            studyName: study.name, studyID: study.id, scheduling: study.scheduling, timezone: registered?.timezone ?? zone))
+            studyName: study.name, studyID: study.id, scheduling: study.scheduling, timezone: registeredZone))
     }
 
     static func settingsID(_ studyID: String) -> Int { Int(studyID.suffix(6), radix: 16) ?? 1 }

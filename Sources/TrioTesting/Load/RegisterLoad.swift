@@ -27,6 +27,8 @@ public struct RegisterLoadOptions: Sendable {
     public var download: Bool
     public var timeZone: String
     public var ios: Bool
+    /// Only `GET /__admin/health` per iteration: the same tool's baseline for a server's request overhead.
+    public var healthOnly = false
 
     public init(server: String, relay: String? = nil, participants: [AdminWire.Credentials], studyID: String? = nil, model: Model,
                 duration: Duration, warmup: Duration = .zero, download: Bool = false, timeZone: String = "America/New_York", ios: Bool = false) {
@@ -124,6 +126,10 @@ public enum RegisterLoad {
     static func iteration(_ options: RegisterLoadOptions, http: HTTPClient, who: AdminWire.Credentials, index: Int) async -> String? {
         let suffix = options.ios ? "/ios" : ""
         do {
+            if options.healthOnly {
+                let response = try await http.send(HTTPRequest(url: options.server + "/__admin/health"))
+                return response.status == 200 ? nil : "health:\(response.status)"
+            }
             var token = "load-\(who.patientID)"
             if let relay = options.relay {
                 let response = try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: options.ios ? "ios" : "android", appID: "load")))
@@ -224,7 +230,7 @@ public enum RegisterLoad {
         let s = recorder.state.withLock { $0 }
         var correct: Bool?
         var correctness: String?
-        if let studyID = options.studyID {
+        if let studyID = options.studyID, !options.healthOnly {
             do {
                 let stats = try await http.send(HTTPRequest(url: options.server + "/__admin/studies/\(studyID)/stats")).decode(AdminWire.StudyStats.self)
                 let expected = s.successIDs.count
@@ -239,7 +245,8 @@ public enum RegisterLoad {
         let h = s.overall
         let measuredTotal = s.succeeded + s.failed
         return LoadReport(
-            scenario: "register" + (options.relay == nil ? "" : "+relay_token") + (options.download ? "+download_surveys" : ""),
+            scenario: options.healthOnly ? "health"
+                : "register" + (options.relay == nil ? "" : "+relay_token") + (options.download ? "+download_surveys" : ""),
             model: modelName, target: options.server,
             totals: .init(started: s.started, succeeded: s.succeeded, failed: s.failed, dropped: s.dropped, late: s.late, seconds: elapsed,
                           throughput: Double(s.succeeded) / elapsed, errorRate: measuredTotal == 0 ? 0 : Double(s.failed) / Double(measuredTotal)),
