@@ -7,6 +7,7 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Integration {
 /// A device clock a test moves by hand.
 final class ManualClock: Sendable {
     private let value: Mutex<Date>
@@ -93,4 +94,5 @@ final class ManualClock: Sendable {
             await client.close()
         }
     }
+}
 }

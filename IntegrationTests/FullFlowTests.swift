@@ -5,6 +5,7 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Integration {
 /// The whole participant flow across the three real processes.
 @Suite(.timeLimit(.minutes(2))) struct FullFlowTests {
     @Test func chicagoMondaySurveyGoesFromScheduleToDecryptedAnswers() async throws {
@@ -110,9 +111,10 @@ import TrioTesting
             let payload: JSONValue = .object(SurveyPush(surveyIDs: [setup.surveyID], sentTime: "2026-05-04T14:00:00",
                                                         nonce: String(repeating: "n", count: 32), surveyUUIDs: [setup.surveyID: ["u-1"]])
                 .dataFields().mapValues { .string($0) }.merging(["aps": ["content-available": 1]]) { a, _ in a })
-            #expect(try await trio.control.sendAPNs(token: token, payload: payload, headers: [("apns-push-type", "background"), ("apns-priority", "5")]).status == 200)
+            let silent = [("apns-push-type", "background"), ("apns-priority", "5")]
+            #expect(try await trio.control.sendAPNs(token: token, payload: payload, headers: silent).status == 200)
             let (_, after) = try await recorder.survey()
-            #expect(try await trio.control.sendAPNs(token: token, payload: payload, headers: [("apns-push-type", "background"), ("apns-priority", "5")]).status == 200)
+            #expect(try await trio.control.sendAPNs(token: token, payload: payload, headers: silent).status == 200)
             try await recorder.wait(from: after) { if case .duplicateIgnored = $0 { true } else { nil } }
             #expect(try await eventually { try await trio.control.device(token).acked == 2 })
             #expect(await client.pendingSurveys().count == 1)
@@ -143,4 +145,5 @@ import TrioTesting
             await second.close()
         }
     }
+}
 }

@@ -4,6 +4,7 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Integration {
 /// `survey-cli load` against the real trio: short, bounded runs.
 @Suite(.timeLimit(.minutes(2))) struct LoadToolTests {
     @Test func openModelRunIsMeasuredAndCheckedAgainstTheServer() async throws {
@@ -75,4 +76,5 @@ import TrioTesting
             #expect(try run(["--server", trio.server.url, "--setup", "1", "--rate", "x"]) == 64)
         }
     }
+}
 }

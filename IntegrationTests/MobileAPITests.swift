@@ -6,6 +6,7 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Integration {
 /// The Beiwe-compatible mobile API: registration rules, credentials and bad input.
 @Suite(.timeLimit(.minutes(2))) struct MobileAPITests {
     @Test func serverStudyRefusesRegistrationWithoutAPushToken() async throws {
@@ -154,4 +155,5 @@ import TrioTesting
             #expect(participant.timezone == "Asia/Kathmandu")
         }
     }
+}
 }

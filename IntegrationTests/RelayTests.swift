@@ -6,6 +6,7 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Integration {
 /// The push relay's APNs behaviour and store-and-forward rules, through real processes.
 @Suite(.timeLimit(.minutes(2))) struct RelayTests {
     @Test func offlineIOSDeviceReceivesOnlyTheNewestOfTwoPushes() async throws {
@@ -130,4 +131,5 @@ import TrioTesting
             #expect(try await trio.control.sendAPNs(token: fresh, payload: alert).status == 410)
         }
     }
+}
 }

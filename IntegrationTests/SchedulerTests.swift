@@ -6,6 +6,7 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Integration {
 /// The server's scheduler through the admin API: edits, deletes, token loss and clocks.
 @Suite(.timeLimit(.minutes(2))) struct SchedulerTests {
     @Test func editingASurveyNeverResendsAndDeletingDropsPending() async throws {
@@ -171,4 +172,5 @@ import TrioTesting
             await client.close()
         }
     }
+}
 }

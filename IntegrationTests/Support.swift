@@ -7,6 +7,10 @@ import Testing
 import Transport
 import TrioTesting
 
+/// Every integration test starts its own trio of processes; they run one at a time (each already uses both cores),
+/// while the unit tests run in parallel beside them.
+@Suite(.serialized) enum Integration {}
+
 /// Monday 2026-05-04 08:59 in America/Chicago (CDT, UTC-5).
 let mondayBeforeNineChicago = "2026-05-04T13:59:00Z"
 

@@ -45,19 +45,12 @@ struct AdvanceBenchmark {
             t0 = ContinuousClock.now
             let http = trio.http
             let relay = trio.relay.url, server = trio.server.url
+            let options = RegisterLoadOptions(server: server, relay: relay, participants: credentials, model: .closed(concurrency: concurrency),
+                                              duration: .zero)
             try await forEach(credentials.enumerated().map { $0 }, concurrency: concurrency) { index, who in
-                let token = try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: "android", appID: "bench")))
-                    .decode(RelayWire.TokenResponse.self).token
-                var form = FormBody()
-                form["patient_id"] = who.patientID
-                form["password"] = BeiwePassword.deviceHash(who.password)
-                form["device_id"] = "bench-\(index)"
-                form["new_password"] = who.password
-                form["phone_number"] = "NOT_SUPPLIED"
-                form["timezone"] = zones[index % zones.count]
-                form["fcm_token"] = token
-                let response = try await http.send(.form(server + "/register_user", form.encoded()))
-                guard response.status == 200 else { throw BenchError("register_user answered \(response.status): \(response.text)") }
+                if let error = await RegisterLoad.registerDevice(options, http: http, who: who, index: index, timeZone: zones[index % zones.count]) {
+                    throw BenchError("registration failed: \(error)")
+                }
             }
             let registerSeconds = seconds(since: t0)
             say("registered \(participants) devices (relay token + /register_user) in \(registerSeconds) s: \(Int(Double(participants) / registerSeconds)) registrations/s")

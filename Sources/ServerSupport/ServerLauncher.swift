@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 import Synchronization
+import Dispatch
 import SurveyWire
 
 /// How a server process is bound and supervised (PROTOCOL.md §6).
@@ -56,10 +57,35 @@ public enum ServerLauncher {
         if let parent = options.parentPID {
             configs.append(.init(service: ParentWatcher(pid: parent), successTerminationBehavior: .gracefullyShutdownGroup))
         }
+        let deadline = ShutdownDeadline(after: .milliseconds(900), logger: logger)
+        defer { withExtendedLifetime(deadline) {} }
         var groupConfig = ServiceGroupConfiguration(services: configs, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // PROTOCOL.md §6: stop within 1 s of SIGTERM, whatever a connection is doing.
         groupConfig.maximumGracefulShutdownDuration = .milliseconds(800)
         try await ServiceGroup(configuration: groupConfig).run()
+    }
+}
+
+/// PROTOCOL.md §6 promises an exit within 1 s of SIGTERM/SIGINT. Graceful shutdown normally takes a few
+/// milliseconds; if something holds it up (a connection that never drains), this ends the process at the deadline.
+/// Every write the servers acknowledged is already committed (SQLite WAL), so nothing acknowledged is lost.
+final class ShutdownDeadline {
+    /// Kept alive by the owner for as long as the server runs.
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(after deadline: Duration, logger: Logger) {
+        let milliseconds = Int(deadline.components.seconds * 1000 + deadline.components.attoseconds / 1_000_000_000_000_000)
+        for sig in [SIGTERM, SIGINT] {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+                    logger.warning("graceful shutdown did not finish in time; exiting")
+                    exit(0)
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
     }
 }
 

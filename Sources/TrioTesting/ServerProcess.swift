@@ -36,7 +36,7 @@ public final class ServerProcess: Sendable {
     }
 
     /// Starts `executable` with `arguments` and waits (up to `timeout`) for its READY line.
-    public static func launch(executable: URL, arguments: [String], logFile: URL, timeout: Duration = .seconds(20)) async throws -> ServerProcess {
+    public static func launch(executable: URL, arguments: [String], logFile: URL, timeout: Duration = .seconds(60)) async throws -> ServerProcess {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

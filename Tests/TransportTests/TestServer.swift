@@ -10,13 +10,18 @@ final class TestServer: Sendable {
     let url: String
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
-    /// How many /slow handlers finished writing (a cancelled transfer must not wait for them).
-    let slowCompleted = Mutex(0)
+    /// How many /slow requests the client abandoned (its connection closed before the answer).
+    let abandoned: Counter
 
-    private init(url: String, group: ServiceGroup, task: Task<Void, any Error>) {
+    var abandonedCount: Int { abandoned.value.withLock { $0 } }
+
+    final class Counter: Sendable { let value = Mutex(0) }
+
+    private init(url: String, group: ServiceGroup, task: Task<Void, any Error>, abandoned: Counter) {
         self.url = url
         self.group = group
         self.task = task
+        self.abandoned = abandoned
     }
 
     static func start() async throws -> TestServer {
@@ -35,10 +40,19 @@ final class TestServer: Sendable {
         router.get("/status/{code}") { _, context -> Response in
             Response(status: .init(code: Int(try context.parameters.require("code"))!))
         }
+        let abandoned = Counter()
         router.get("/slow") { request, _ -> String in
             let ms = Int(request.uri.queryParameters["ms"].map(String.init) ?? "100") ?? 100
-            try await Task.sleep(for: .milliseconds(ms))
-            return "slept \(ms)"
+            do {
+                // Ends early when the client closes the connection, and counts it.
+                return try await request.body.consumeWithCancellationOnInboundClose { _ in
+                    try await Task.sleep(for: .milliseconds(ms))
+                    return "slept \(ms)"
+                }
+            } catch is CancellationError {
+                abandoned.value.withLock { $0 += 1 }
+                throw CancellationError()
+            }
         }
         router.get("/events") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/event-stream"], body: ResponseBody { writer in
@@ -69,7 +83,7 @@ final class TestServer: Sendable {
         let task = Task { try await group.run() }
         var iterator = port.stream.makeAsyncIterator()
         let bound = await iterator.next() ?? 0
-        return TestServer(url: "http://127.0.0.1:\(bound)", group: group, task: task)
+        return TestServer(url: "http://127.0.0.1:\(bound)", group: group, task: task, abandoned: abandoned)
     }
 
     func stop() async {

@@ -2,6 +2,16 @@ import Foundation
 import Testing
 @testable import Transport
 
+/// Polls until `condition` holds (at most 10 s).
+func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
+
 @Suite struct HTTPClientTests {
     @Test func getPostPutAndStatuses() async throws {
         let server = try await TestServer.start()
@@ -64,11 +74,12 @@ import Testing
         let server = try await TestServer.start()
         let client = HTTPClient()
         defer { client.shutdown() }
-        var request = HTTPRequest(url: server.url + "/slow?ms=1500")
+        var request = HTTPRequest(url: server.url + "/slow?ms=30000")
         request.timeout = .milliseconds(200)
         await #expect(throws: TransportError(code: "timeout", message: "Timeout was reached")) {
             try await client.send(request)
         }
+        #expect(try await eventually { server.abandonedCount == 1 })
         await server.stop()
     }
 
@@ -77,11 +88,13 @@ import Testing
         let client = HTTPClient()
         defer { client.shutdown() }
         let started = ContinuousClock.now
-        let task = Task { try await client.send(HTTPRequest(url: server.url + "/slow?ms=3000")) }
+        let task = Task { try await client.send(HTTPRequest(url: server.url + "/slow?ms=30000")) }
         try await Task.sleep(for: .milliseconds(200))
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - started < .seconds(2))
+        // The server would answer after 30 s; cancellation must not wait for that, and the server sees the close.
+        #expect(ContinuousClock.now - started < .seconds(15))
+        #expect(try await eventually { server.abandonedCount == 1 })
         guard case .failure(let error as TransportError) = result else {
             Issue.record("expected a cancelled transfer, got \(result)")
             return

@@ -124,6 +124,14 @@ public enum RegisterLoad {
     /// One virtual device's iteration: relay token (optional), `/register_user`, optional `/download_surveys`.
     /// Returns nil on success or an error key (`register_user:403:invalid_credentials`, `transport:connect_failed`).
     static func iteration(_ options: RegisterLoadOptions, http: HTTPClient, who: AdminWire.Credentials, index: Int) async -> String? {
+        await registerDevice(options, http: http, who: who, index: index, timeZone: options.timeZone)
+    }
+
+    /// What one device does to join a study, as a real app would: a relay token when `options.relay` is set,
+    /// `/register_user` (new password = the temporary one, so the same credentials can register again), and
+    /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key.
+    public static func registerDevice(_ options: RegisterLoadOptions, http: HTTPClient, who: AdminWire.Credentials, index: Int,
+                                      timeZone: String) async -> String? {
         let suffix = options.ios ? "/ios" : ""
         do {
             if options.healthOnly {
@@ -144,7 +152,7 @@ public enum RegisterLoad {
             form["device_id"] = "load-device-\(index)"
             form["new_password"] = who.password
             form["phone_number"] = "NOT_SUPPLIED"
-            form["timezone"] = options.timeZone
+            form["timezone"] = timeZone
             form["fcm_token"] = token
             let registered = try await http.send(.form(options.server + "/register_user" + suffix, form.encoded()))
             guard registered.status == 200 else {
