@@ -142,6 +142,23 @@ extension Integration {
         }
     }
 
+    @Test func registrationAnswerIsValidJSONWhateverTheStudyName() async throws {
+        try await Trio.with { trio in
+            let name = "Quote \"study\" \\ tab\t ünï\u{1}"
+            let study = try await trio.admin.createStudy(.init(name: name, scheduling: "device", deviceSettings: ["gps": false]))
+            let who = try await trio.admin.createParticipants(study: study.studyID)[0]
+            let response = try await mobilePost(trio, "/register_user", patientID: who.patientID, password: who.password,
+                                                extra: [("new_password", "pw"), ("phone_number", "1"), ("timezone", "Europe/Berlin")])
+            #expect(response.status == 200)
+            let body = try response.decode(JSONValue.self)
+            #expect(body["study_name"]?.stringValue == name)
+            #expect(body["timezone"]?.stringValue == "Europe/Berlin")
+            #expect(body["device_settings"]?["gps"] == false)
+            #expect(body["device_settings"]?["accelerometer"] == true)
+            #expect(body["android_firebase_json"] == .null)
+        }
+    }
+
     @Test func duplicateFormKeysKeepTheLastValue() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio, scheduling: "device")

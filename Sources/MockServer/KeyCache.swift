@@ -1,11 +1,33 @@
 import Foundation
 import Synchronization
 import SurveyCrypto
+import SurveyWire
 
 /// Parsed RSA keys by owner id (a study, or a participant with its own key), so registrations and uploads
 /// do not decode the same DER again and again. Keys never change once created, so entries never go stale.
 final class KeyCache: Sendable {
     private let keys = Mutex<[String: RSAKey]>([:])
+    private let publicKeys = Mutex<[String: String]>([:])
+    private let settings = Mutex<[String: String]>([:])
+
+    /// Base64 DER of the public key participants of `study` (or this participant) encrypt with, as
+    /// `client_public_key` carries it.
+    func publicKeyBase64(participant: ParticipantRecord, study: StudyRecord) throws(CryptoError) -> String {
+        let owner = participant.privateKey == nil ? "study:" + study.id : "participant:" + participant.patientId
+        if let text = publicKeys.withLock({ $0[owner] }) { return text }
+        let text = Data(try key(participant: participant, study: study).publicKeyDER()).base64EncodedString()
+        publicKeys.withLock { $0[owner] = text }
+        return text
+    }
+
+    /// A study's `device_settings` JSON, encoded once per distinct settings text.
+    func deviceSettingsJSON(_ study: StudyRecord) -> String {
+        let key = study.id + "\u{0}" + study.deviceSettings
+        if let text = settings.withLock({ $0[key] }) { return text }
+        let text = (try? WireJSON.encodeString(DeviceSettings.merged(study.settingsObject, id: MobileRoutes.settingsID(study.id)))) ?? "{}"
+        settings.withLock { $0[key] = text }
+        return text
+    }
 
     /// The private key of `owner`, parsed from `der` the first time.
     func key(for owner: String, der: Data) throws(CryptoError) -> RSAKey {

@@ -39,30 +39,30 @@ struct MobileRoutes: Sendable {
 
     // MARK: Registration
 
-    struct RegistrationResponse: Encodable {
-        var clientPublicKey: String
-        var deviceSettings: [String: JSONValue]
-        var iosPlist: JSONValue = .null
-        var androidFirebaseJSON: JSONValue = .null
-        var studyName: String
-        var studyID: String
-        var scheduling: String
-        var timezone: String
-        enum CodingKeys: String, CodingKey {
-            case clientPublicKey = "client_public_key", deviceSettings = "device_settings", iosPlist = "ios_plist"
-            case androidFirebaseJSON = "android_firebase_json", studyName = "study_name", studyID = "study_id", scheduling, timezone
+    /// Beiwe's registration keys plus `scheduling` and `timezone`, assembled from cached, pre-encoded parts
+    /// (the device settings and public key are the same for every participant of a study).
+    static func registrationBody(publicKey: String, settingsJSON: String, study: StudyRecord, timezone: String) -> String {
+        "{\"android_firebase_json\":null,\"client_public_key\":\(jsonString(publicKey)),\"device_settings\":\(settingsJSON),"
+            + "\"ios_plist\":null,\"scheduling\":\(jsonString(study.scheduling)),\"study_id\":\(jsonString(study.id)),"
+            + "\"study_name\":\(jsonString(study.name)),\"timezone\":\(jsonString(timezone))}"
+    }
+
+    /// A JSON string literal.
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        out.reserveCapacity(text.utf8.count + 2)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
         }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(clientPublicKey, forKey: .clientPublicKey)
-            try c.encode(deviceSettings, forKey: .deviceSettings)
-            try c.encode(iosPlist, forKey: .iosPlist)
-            try c.encode(androidFirebaseJSON, forKey: .androidFirebaseJSON)
-            try c.encode(studyName, forKey: .studyName)
-            try c.encode(studyID, forKey: .studyID)
-            try c.encode(scheduling, forKey: .scheduling)
-            try c.encode(timezone, forKey: .timezone)
-        }
+        return out + "\""
     }
 
     static let fallbackZone = "America/New_York"
@@ -120,11 +120,9 @@ struct MobileRoutes: Sendable {
         if study.isServerScheduled {
             try await context.scheduler.participantChanged(studyID: study.id, patientID: patientID)
         }
-        let key = try context.keys.key(participant: participant, study: study)
-        let settings = DeviceSettings.merged(study.settingsObject, id: Self.settingsID(study.id))
-        return JSONResponse.make(RegistrationResponse(
-            clientPublicKey: Data(key.publicKeyDER()).base64EncodedString(), deviceSettings: settings,
-            studyName: study.name, studyID: study.id, scheduling: study.scheduling, timezone: registeredZone))
+        let body = Self.registrationBody(publicKey: try context.keys.publicKeyBase64(participant: participant, study: study),
+                                         settingsJSON: context.keys.deviceSettingsJSON(study), study: study, timezone: registeredZone)
+        return JSONResponse.make(data: Data(body.utf8))
     }
 
     static func settingsID(_ studyID: String) -> Int { Int(studyID.suffix(6), radix: 16) ?? 1 }
