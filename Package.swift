@@ -160,6 +160,8 @@ let package = Package(
         .testTarget(name: "SurveyWireTests", dependencies: ["SurveyWire"], path: "Tests/SurveyWireTests"),
         .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
+        .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire"], path: "Tests/PushRelayTests"),
+        .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
         .testTarget(
             name: "TransportTests",
             dependencies: [

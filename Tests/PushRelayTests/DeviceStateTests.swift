@@ -1,0 +1,61 @@
+import Testing
+@testable import PushRelay
+import SurveyWire
+
+/// The store-and-forward state machine of one device, without sockets.
+@Suite struct DeviceStateTests {
+    func message(_ id: String, collapse: String? = nil, sentAt: Int64 = 1000, expiresAt: Int64? = 10_000_000) -> RelayMessage {
+        RelayMessage(id: id, payload: ["n": .string(id)], priority: 10, collapseID: collapse, pushType: "alert", sentAt: sentAt,
+                     expiresAt: expiresAt, phase: .stored)
+    }
+
+    func pushedIDs(_ out: [DeviceState.Outgoing]) -> [String] {
+        out.compactMap { if case .push(let m) = $0 { m.id } else { nil } }
+    }
+
+    @Test func iosKeepsOnlyTheNewestStoredButRedeliversUnacked() {
+        var device = DeviceState(token: "t", platform: .ios, appID: "a")
+        var trace: [TraceEntry] = []
+        // Delivered while connected, never acked.
+        _ = device.connect(lastEventID: nil, now: 1000, trace: &trace)
+        #expect(pushedIDs(device.accept(message("m0"), now: 1000, trace: &trace)) == ["m0"])
+        device.disconnect()
+        _ = device.accept(message("m1"), now: 1001, trace: &trace)
+        _ = device.accept(message("m2"), now: 1002, trace: &trace)
+        #expect(trace.contains { $0.messageID == "m1" && $0.event == "dropped" })
+        // The unacked delivered one comes again, oldest first, then only the newest stored one.
+        #expect(pushedIDs(device.connect(lastEventID: nil, now: 1003, trace: &trace)) == ["m0", "m2"])
+        #expect(device.ack(["m0", "m2"], now: 1004, trace: &trace) == 2)
+        #expect(pushedIDs(device.connect(lastEventID: nil, now: 1005, trace: &trace)).isEmpty)
+    }
+
+    @Test func lastEventIDSkipsWhatTheClientHas() {
+        var device = DeviceState(token: "t", platform: .android, appID: "a")
+        var trace: [TraceEntry] = []
+        for id in ["a", "b", "c"] { _ = device.accept(message(id), now: 1000, trace: &trace) }
+        #expect(pushedIDs(device.connect(lastEventID: "b", now: 1001, trace: &trace)) == ["c"])
+    }
+
+    @Test func androidCollapseAndOverflow() {
+        var device = DeviceState(token: "t", platform: .android, appID: "a")
+        var trace: [TraceEntry] = []
+        _ = device.accept(message("x1", collapse: "k"), now: 1, trace: &trace)
+        _ = device.accept(message("x2", collapse: "k"), now: 2, trace: &trace)
+        #expect(device.view(now: 3).pending.map(\.id) == ["x2"])
+        for i in 0..<99 { _ = device.accept(message("m\(i)"), now: 4, trace: &trace) }
+        #expect(device.view(now: 5).pending.count == 100)
+        _ = device.accept(message("over"), now: 6, trace: &trace)
+        #expect(device.view(now: 7).pending.isEmpty)
+        #expect(device.connect(lastEventID: nil, now: 8, trace: &trace) == [.deletedMessages])
+    }
+
+    @Test func expiredMessagesAreNeverDelivered() {
+        var device = DeviceState(token: "t", platform: .android, appID: "a")
+        var trace: [TraceEntry] = []
+        _ = device.accept(message("old", expiresAt: 1500), now: 1000, trace: &trace)
+        _ = device.accept(message("now-or-never", sentAt: 1000, expiresAt: 1000), now: 1000, trace: &trace)
+        #expect(trace.contains { $0.messageID == "now-or-never" && $0.event == "expired" })
+        #expect(pushedIDs(device.connect(lastEventID: nil, now: 2000, trace: &trace)).isEmpty)
+        #expect(trace.contains { $0.messageID == "old" && $0.event == "expired" })
+    }
+}
