@@ -94,7 +94,7 @@ extension Integration {
             try await client.submit(answers: ["mood": "3"], for: stored.surveyID)
             let answers = try await trio.admin.submissions(study: setup.study.studyID).first?.answers ?? []
             #expect(answers.first { $0.questionID == "mood" }?.answer == "3")
-            // The relay kept the APNs shape: an aps dictionary beside the Beiwe data fields.
+            // The relay saw the device acknowledge the APNs push.
             let trace = try await trio.control.trace(token: token)
             #expect(trace.contains { $0["event"]?.stringValue == "acked" })
             await client.close()

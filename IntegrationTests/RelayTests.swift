@@ -12,11 +12,8 @@ extension Integration {
     @Test func offlineIOSDeviceReceivesOnlyTheNewestOfTwoPushes() async throws {
         try await Trio.with { trio in
             // Two surveys due at 09:00 and 10:00 while the iOS device is offline.
-            var second = moodSurvey
-            second.name = "Hourly check"
-            second.schedules = [.absolute(date: LocalDate("2026-05-04")!, time: LocalTime(hour: 10, minute: 0))]
             let setup = try await StudySetup.make(trio)
-            let secondID = try await trio.admin.createSurvey(study: setup.study.studyID, second)
+            let secondID = try await trio.admin.createSurvey(study: setup.study.studyID, tenOClockSurvey)
             let storage = temporaryDirectory()
             let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, platform: .ios, storage: storage))
             try await client.start()

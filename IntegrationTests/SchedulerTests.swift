@@ -46,11 +46,8 @@ extension Integration {
 
     @Test func unregisteredTokenHoldsPushesUntilANewTokenArrivesThenBundlesThem() async throws {
         try await Trio.with { trio in
-            var later = moodSurvey
-            later.name = "Ten o'clock"
-            later.schedules = [.absolute(date: LocalDate("2026-05-04")!, time: LocalTime(hour: 10, minute: 0))]
             let setup = try await StudySetup.make(trio)
-            let laterID = try await trio.admin.createSurvey(study: setup.study.studyID, later)
+            let laterID = try await trio.admin.createSurvey(study: setup.study.studyID, tenOClockSurvey)
             let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
             try await client.start()
             let token = try #require(await client.pushToken)

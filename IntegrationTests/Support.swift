@@ -24,6 +24,14 @@ let moodSurvey = AdminWire.CreateSurvey(
     ],
     schedules: [.weekly(dayOfWeek: 1, time: LocalTime(hour: 9, minute: 0), from: nil, until: nil)])
 
+/// The mood survey once more, due only on Monday 2026-05-04 at 10:00 local.
+let tenOClockSurvey: AdminWire.CreateSurvey = {
+    var survey = moodSurvey
+    survey.name = "Ten o'clock"
+    survey.schedules = [.absolute(date: LocalDate("2026-05-04")!, time: LocalTime(hour: 10, minute: 0))]
+    return survey
+}()
+
 func temporaryDirectory(_ name: String = "device") -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("trio-tests-\(name)-\(UUID().uuidString.prefix(8))")
     try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

@@ -15,8 +15,3 @@ enum MockServerError {
         APIError(.badRequest, code: "missing_field", "'\(field)' is required", field: field)
     }
 }
-
-extension Duration {
-    /// Whole milliseconds, for log metadata.
-    var milliseconds: Int64 { components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000 }
-}

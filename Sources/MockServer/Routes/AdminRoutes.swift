@@ -174,7 +174,7 @@ struct AdminRoutes: Sendable {
     func intervention(_ request: Request, _ patientID: String) async throws -> Response {
         let body = try await AdminValidation.decode(AdminWire.Intervention.self, from: request, allowed: ["name", "date"], limit: limit)
         guard !body.name.isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
-        guard LocalDateParser.valid(body.date) else { throw MockServerError.badField("date", "date must be a real YYYY-MM-DD date", code: "invalid_date") }
+        guard LocalDate(body.date) != nil else { throw MockServerError.badField("date", "date must be a real YYYY-MM-DD date", code: "invalid_date") }
         guard let p = try await store.read({ db in try ParticipantRecord.fetchOne(db, key: patientID) }) else {
             throw MockServerError.notFound("participant", patientID)
         }
@@ -330,8 +330,4 @@ struct AdminTokenMiddleware: RouterMiddleware {
         }
         return try await next(request, context)
     }
-}
-
-enum LocalDateParser {
-    static func valid(_ text: String) -> Bool { LocalDate(text) != nil }
 }

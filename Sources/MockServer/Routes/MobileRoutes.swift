@@ -155,10 +155,9 @@ struct MobileRoutes: Sendable {
     func downloadSurveys(_ form: MobileForm) async throws -> Response {
         let (participant, study) = try await auth.authenticate(form)
         try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
-        let patientID = participant.patientId
         let (surveys, participantContext) = try await store.read { db in
             (try SurveyRecord.filter(sql: "study_id = ? AND deleted = 0", arguments: [study.id]).order(sql: "created_at, id").fetchAll(db),
-             try ParticipantRecord.fetchOne(db, key: patientID).flatMap { try OccurrencePlanner.context(db, $0) })
+             try OccurrencePlanner.context(db, participant))
         }
         let now = study.now(real: context.realNow())
         return JSONResponse.make(surveys.map { $0.entry(withTimings: true, participant: participantContext, now: now) })

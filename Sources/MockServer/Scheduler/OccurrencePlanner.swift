@@ -86,12 +86,6 @@ enum OccurrencePlanner {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The uuid for an occurrence of `schedule` (encodes the schedule; prefer the prepared-survey form in loops).
-    static func uuid(surveyID: String, schedule: Schedule, patientID: String, localTimestamp: String) -> String {
-        uuid(surveyID: surveyID, scheduleKey: (try? WireJSON.encodeString(schedule)) ?? "\(schedule)", patientID: patientID,
-             localTimestamp: localTimestamp)
-    }
-
     static func context(_ db: Database, _ participant: ParticipantRecord) throws -> ParticipantContext? {
         var batch = PlanningBatch()
         return try batch.context(db, participant)

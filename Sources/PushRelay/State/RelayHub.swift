@@ -138,8 +138,6 @@ actor RelayHub {
         devices[token]?.view(now: now())
     }
 
-    func platform(of token: String) -> Platform? { devices[token]?.platform }
-
     func setReachable(token: String, reachable: Bool) -> Bool {
         guard devices[token] != nil else { return false }
         devices[token]!.reachable = reachable
@@ -181,9 +179,6 @@ actor RelayHub {
         }
         connections = [:]
     }
-
-    var deviceCount: Int { devices.count }
-    var connectedCount: Int { connections.count }
 
     private func record(_ entries: [TraceEntry]) {
         trace.append(contentsOf: entries)
