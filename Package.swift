@@ -43,7 +43,9 @@ let package = Package(
         .target(name: "Scheduling", swiftSettings: swiftSettings),
 
         // Wrappers over C libraries.
-        .target(name: "SurveyCrypto", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "SurveyCrypto", dependencies: ["COpenSSL", "CFastPBKDF2"], swiftSettings: swiftSettings),
+        // PBKDF2-HMAC-SHA1 on the CPU's SHA extensions (portable fallback): Beiwe's password hash, the server's hot path.
+        .target(name: "CFastPBKDF2"),
         .target(
             name: "Transport",
             dependencies: ["CCurl", "CZlib", .product(name: "Logging", package: "swift-log")],

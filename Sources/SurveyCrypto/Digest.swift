@@ -1,3 +1,4 @@
+import CFastPBKDF2
 import COpenSSL
 
 /// SHA-256 over OpenSSL.
@@ -21,14 +22,16 @@ public enum SHA256 {
 /// PBKDF2 key derivation (RFC 8018).
 public enum PBKDF2 {
     /// PBKDF2-HMAC-SHA1, the algorithm Beiwe stores participant passwords with. The HMAC key pads are hashed once
-    /// per call and each iteration continues from them (several times faster than OpenSSL's generic PBKDF2).
+    /// per call and each iteration continues from them in registers, on the CPU's SHA extensions when it has them
+    /// (two output blocks interleaved), else on a portable compression. Several times faster than OpenSSL's generic PBKDF2.
     /// - Parameters:
     ///   - password: the secret bytes (for Beiwe, the ASCII of the device's password hash).
     ///   - salt: salt bytes (for Beiwe, the ASCII of the base64url salt text).
     ///   - iterations: iteration count, at least 1.
     ///   - keyLength: derived key length in bytes.
+    ///   - portable: use the portable compression even on a CPU with SHA extensions (tests compare both paths).
     public static func sha1(
-        password: some Collection<UInt8>, salt: some Collection<UInt8>, iterations: Int, keyLength: Int
+        password: some Collection<UInt8>, salt: some Collection<UInt8>, iterations: Int, keyLength: Int, portable: Bool = false
     ) throws(CryptoError) -> [UInt8] {
         guard iterations >= 1, keyLength >= 1 else {
             throw CryptoError(code: "invalid_parameter", message: "iterations and key length must be positive")
@@ -40,12 +43,15 @@ public enum PBKDF2 {
         var out = [UInt8](repeating: 0, count: keyLength)
         let ok = pass.withUnsafeBufferPointer { p in
             saltBytes.withUnsafeBufferPointer { s in
-                copenssl_pbkdf2_hmac_sha1(p.baseAddress, p.count, s.baseAddress, s.count, UInt(iterations), &out, keyLength)
+                fast_pbkdf2_hmac_sha1(p.baseAddress, p.count, s.baseAddress, s.count, UInt(iterations), &out, keyLength, portable ? 1 : 0)
             }
         }
         guard ok == 1 else { throw .openssl("pbkdf2_failed", "PBKDF2") }
         return out
     }
+
+    /// Whether `sha1` runs on the CPU's SHA extensions here.
+    public static var usesSHAExtensions: Bool { fast_pbkdf2_uses_sha_extensions() == 1 }
 
     /// PBKDF2-HMAC-SHA1 through OpenSSL's generic `PKCS5_PBKDF2_HMAC_SHA1` (the reference the fast path is tested against).
     public static func sha1Reference(

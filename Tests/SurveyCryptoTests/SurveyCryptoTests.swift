@@ -20,17 +20,25 @@ func bytes(hex: String) -> [UInt8] {
         ("pass\u{0}word", "sa\u{0}lt", 4096, 16, "56fa6aa75548099dcc37d7f03425e0c3"),
     ])
     func rfc6070Vectors(password: String, salt: String, iterations: Int, length: Int, expected: String) throws {
-        let key = try PBKDF2.sha1(password: Array(password.utf8), salt: Array(salt.utf8), iterations: iterations, keyLength: length)
-        #expect(hex(key) == expected)
+        for portable in [false, true] {
+            let key = try PBKDF2.sha1(password: Array(password.utf8), salt: Array(salt.utf8), iterations: iterations, keyLength: length,
+                                      portable: portable)
+            #expect(hex(key) == expected, "portable: \(portable)")
+        }
     }
 
-    @Test func fastPathMatchesOpenSSLsGenericPBKDF2() throws {
-        // Passwords longer than the 64-byte HMAC block are hashed first; several output blocks; odd lengths.
-        for (passLength, saltLength, iterations, length) in [(0, 0, 1, 20), (64, 16, 3, 32), (65, 24, 7, 41), (200, 1024, 2, 64), (44, 24, 1000, 32)] {
+    @Test func bothPathsMatchOpenSSLsGenericPBKDF2() throws {
+        // Passwords longer than the 64-byte HMAC block are hashed first; one, two (interleaved) and three output
+        // blocks (a lone last block); odd lengths. On a CPU without SHA extensions both runs take the portable path.
+        for (passLength, saltLength, iterations, length) in [(0, 0, 1, 20), (64, 16, 3, 32), (65, 24, 7, 41), (200, 1024, 2, 64),
+                                                             (44, 24, 1000, 32), (44, 24, 999, 20), (10, 5, 17, 60), (1, 1, 2, 1)] {
             let pass = (0..<passLength).map { UInt8(($0 * 7 + 3) % 256) }
             let salt = (0..<saltLength).map { UInt8(($0 * 13 + 1) % 256) }
-            #expect(try PBKDF2.sha1(password: pass, salt: salt, iterations: iterations, keyLength: length)
-                    == PBKDF2.sha1Reference(password: pass, salt: salt, iterations: iterations, keyLength: length))
+            let reference = try PBKDF2.sha1Reference(password: pass, salt: salt, iterations: iterations, keyLength: length)
+            for portable in [false, true] {
+                #expect(try PBKDF2.sha1(password: pass, salt: salt, iterations: iterations, keyLength: length, portable: portable) == reference,
+                        "pass \(passLength) salt \(saltLength) iterations \(iterations) length \(length) portable \(portable)")
+            }
         }
         #expect(throws: CryptoError.self) { try PBKDF2.sha1(password: [1], salt: [UInt8](repeating: 0, count: 1025), iterations: 1, keyLength: 20) }
     }

@@ -1,0 +1,292 @@
+// PBKDF2-HMAC-SHA1 that keeps each iteration's two SHA-1 compressions in registers (see fast_pbkdf2.h).
+//
+// Every iteration after the first hashes a 20-byte digest behind a 64-byte HMAC pad, so its input is one padded
+// block: the digest's five words, 0x80000000, eight zero words and the bit length 672 (84 bytes). The pad states are
+// computed once; the loop never converts to bytes.
+
+#include "fast_pbkdf2.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ROL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+
+static uint32_t load_be32(const unsigned char *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static void store_be32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+// MARK: Portable SHA-1
+
+static void sha1_compress_words(uint32_t h[5], const uint32_t block[16]) {
+    uint32_t w[80];
+    memcpy(w, block, 64);
+    for (int i = 16; i < 80; i++) w[i] = ROL(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int i = 0; i < 80; i++) {
+        uint32_t f, k;
+        if (i < 20) { f = (b & c) | (~b & d); k = 0x5A827999u; }
+        else if (i < 40) { f = b ^ c ^ d; k = 0x6ED9EBA1u; }
+        else if (i < 60) { f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDCu; }
+        else { f = b ^ c ^ d; k = 0xCA62C1D6u; }
+        uint32_t temp = ROL(a, 5) + f + e + k + w[i];
+        e = d; d = c; c = ROL(b, 30); b = a; a = temp;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e;
+}
+
+typedef struct {
+    uint32_t h[5];
+    uint64_t length;
+    unsigned char buffer[64];
+    size_t used;
+} sha1_ctx;
+
+static void sha1_init(sha1_ctx *c) {
+    c->h[0] = 0x67452301u; c->h[1] = 0xEFCDAB89u; c->h[2] = 0x98BADCFEu; c->h[3] = 0x10325476u; c->h[4] = 0xC3D2E1F0u;
+    c->length = 0;
+    c->used = 0;
+}
+
+static void sha1_block(sha1_ctx *c, const unsigned char *p) {
+    uint32_t w[16];
+    for (int i = 0; i < 16; i++) w[i] = load_be32(p + 4 * i);
+    sha1_compress_words(c->h, w);
+}
+
+static void sha1_update(sha1_ctx *c, const unsigned char *p, size_t n) {
+    c->length += n;
+    while (n > 0) {
+        size_t take = 64 - c->used < n ? 64 - c->used : n;
+        memcpy(c->buffer + c->used, p, take);
+        c->used += take; p += take; n -= take;
+        if (c->used == 64) { sha1_block(c, c->buffer); c->used = 0; }
+    }
+}
+
+static void sha1_final_words(sha1_ctx *c, uint32_t out[5]) {
+    uint64_t bits = c->length * 8;
+    unsigned char pad = 0x80;
+    sha1_update(c, &pad, 1);
+    unsigned char zero = 0;
+    while (c->used != 56) sha1_update(c, &zero, 1);
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++) len[i] = (unsigned char)(bits >> (56 - 8 * i));
+    sha1_update(c, len, 8);
+    memcpy(out, c->h, 20);
+}
+
+/// One HMAC-pad compression of a 20-byte message given as words: h = compress(pad, digest || padding).
+static void portable_step(const uint32_t pad[5], const uint32_t in[5], uint32_t out[5]) {
+    uint32_t block[16] = {in[0], in[1], in[2], in[3], in[4], 0x80000000u, 0, 0, 0, 0, 0, 0, 0, 0, 0, 672};
+    memcpy(out, pad, 20);
+    sha1_compress_words(out, block);
+}
+
+/// Iterations 2...n of up to two output blocks: `u` holds each lane's U_1 and `t` its running XOR.
+static void portable_iterate(const uint32_t inner[5], const uint32_t outer[5], uint32_t u[2][5], uint32_t t[2][5],
+                             int lanes, unsigned long iterations) {
+    for (int l = 0; l < lanes; l++) {
+        uint32_t v[5];
+        for (unsigned long it = 1; it < iterations; it++) {
+            portable_step(inner, u[l], v);
+            portable_step(outer, v, u[l]);
+            for (int j = 0; j < 5; j++) t[l][j] ^= u[l][j];
+        }
+    }
+}
+
+// MARK: SHA extensions (x86-64)
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#include <cpuid.h>
+#include <immintrin.h>
+
+#define SHA_TARGET __attribute__((target("sha,sse4.1,ssse3")))
+
+static int cpu_has_sha_extensions(void) {
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    if (!(c & (1u << 9)) || !(c & (1u << 19))) return 0;  // SSSE3, SSE4.1
+    if (__get_cpuid_max(0, 0) < 7) return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (b & (1u << 29)) != 0;  // SHA
+}
+
+// One step of four rounds for both lanes. `W` is the message group for this step, `F` the round function (0-3).
+#define NI_FIRST(W0)                                                              \
+    for (int l = 0; l < 2; l++) {                                                 \
+        e[l] = _mm_add_epi32(se, W0[l]);                                          \
+        prev[l] = abcd[l];                                                        \
+        abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], 0);                          \
+    }
+#define NI_STEP(W, F)                                                             \
+    for (int l = 0; l < 2; l++) {                                                 \
+        e[l] = _mm_sha1nexte_epu32(prev[l], W[l]);                                \
+        prev[l] = abcd[l];                                                        \
+        abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], F);                          \
+    }
+// Next message group into `A` (holding the group four back): msg2(msg1(A, B) ^ C, D).
+#define NI_SCHEDULE(A, B, C, D)                                                   \
+    for (int l = 0; l < 2; l++) {                                                 \
+        A[l] = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A[l], B[l]), C[l]), D[l]); \
+    }
+
+/// Compresses, for both lanes, the block (m0, m1, 0, length) from the saved pad state (sabcd, se). In and out:
+/// `m0` is the lanes' ABCD words and `m1` their E word (lane 3); on return they hold the new digest.
+SHA_TARGET static inline void ni_compress2(__m128i sabcd, __m128i se, __m128i m0[2], __m128i m1[2]) {
+    const __m128i padWord = _mm_set_epi32(0, (int)0x80000000u, 0, 0);
+    const __m128i lengthWord = _mm_set_epi32(0, 0, 0, 672);
+    __m128i w0[2], w1[2], w2[2], w3[2];
+    __m128i abcd[2], e[2], prev[2];
+    for (int l = 0; l < 2; l++) {
+        w0[l] = m0[l];
+        w1[l] = _mm_or_si128(m1[l], padWord);
+        w2[l] = _mm_setzero_si128();
+        w3[l] = lengthWord;
+        abcd[l] = sabcd;
+    }
+    NI_FIRST(w0)                                  // rounds 0-3
+    NI_STEP(w1, 0)                                // 4-7
+    NI_STEP(w2, 0)                                // 8-11
+    NI_STEP(w3, 0)                                // 12-15
+    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 0)    // 16-19
+    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 1)    // 20-23
+    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 1)
+    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 1)
+    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 1)
+    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 1)    // 36-39
+    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 2)    // 40-43
+    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 2)
+    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 2)
+    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 2)
+    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 2)    // 56-59
+    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 3)    // 60-63
+    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 3)
+    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 3)
+    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 3)
+    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 3)    // 76-79
+    for (int l = 0; l < 2; l++) {
+        m1[l] = _mm_sha1nexte_epu32(prev[l], se);
+        m0[l] = _mm_add_epi32(abcd[l], sabcd);
+    }
+}
+
+SHA_TARGET static void ni_iterate(const uint32_t inner[5], const uint32_t outer[5], uint32_t u[2][5], uint32_t t[2][5],
+                                  unsigned long iterations) {
+    const __m128i iabcd = _mm_set_epi32((int)inner[0], (int)inner[1], (int)inner[2], (int)inner[3]);
+    const __m128i ie = _mm_set_epi32((int)inner[4], 0, 0, 0);
+    const __m128i oabcd = _mm_set_epi32((int)outer[0], (int)outer[1], (int)outer[2], (int)outer[3]);
+    const __m128i oe = _mm_set_epi32((int)outer[4], 0, 0, 0);
+    __m128i m0[2], m1[2], t0[2], t1[2];
+    for (int l = 0; l < 2; l++) {
+        m0[l] = _mm_set_epi32((int)u[l][0], (int)u[l][1], (int)u[l][2], (int)u[l][3]);
+        m1[l] = _mm_set_epi32((int)u[l][4], 0, 0, 0);
+        t0[l] = _mm_set_epi32((int)t[l][0], (int)t[l][1], (int)t[l][2], (int)t[l][3]);
+        t1[l] = _mm_set_epi32((int)t[l][4], 0, 0, 0);
+    }
+    for (unsigned long it = 1; it < iterations; it++) {
+        ni_compress2(iabcd, ie, m0, m1);
+        ni_compress2(oabcd, oe, m0, m1);
+        for (int l = 0; l < 2; l++) {
+            t0[l] = _mm_xor_si128(t0[l], m0[l]);
+            t1[l] = _mm_xor_si128(t1[l], m1[l]);
+        }
+    }
+    for (int l = 0; l < 2; l++) {
+        t[l][0] = (uint32_t)_mm_extract_epi32(t0[l], 3);
+        t[l][1] = (uint32_t)_mm_extract_epi32(t0[l], 2);
+        t[l][2] = (uint32_t)_mm_extract_epi32(t0[l], 1);
+        t[l][3] = (uint32_t)_mm_extract_epi32(t0[l], 0);
+        t[l][4] = (uint32_t)_mm_extract_epi32(t1[l], 3);
+    }
+}
+#else
+static int cpu_has_sha_extensions(void) { return 0; }
+#endif
+
+// MARK: Driver
+
+static atomic_int path = -1;  // -1 unknown, 0 portable, 1 SHA extensions
+
+static int use_sha_extensions(void) {
+    int p = atomic_load(&path);
+    if (p < 0) {
+        p = cpu_has_sha_extensions();
+        atomic_store(&path, p);
+    }
+    return p;
+}
+
+int fast_pbkdf2_uses_sha_extensions(void) { return use_sha_extensions(); }
+
+int fast_pbkdf2_hmac_sha1(const unsigned char *pass, size_t passlen, const unsigned char *salt, size_t saltlen,
+                          unsigned long iterations, unsigned char *out, size_t outlen, int portable) {
+    if (iterations < 1 || saltlen > 1024) return 0;
+    unsigned char key[64];
+    memset(key, 0, sizeof key);
+    if (passlen > 64) {
+        sha1_ctx c;
+        uint32_t digest[5];
+        sha1_init(&c);
+        sha1_update(&c, pass, passlen);
+        sha1_final_words(&c, digest);
+        for (int i = 0; i < 5; i++) store_be32(key + 4 * i, digest[i]);
+    } else if (passlen > 0) {
+        memcpy(key, pass, passlen);
+    }
+    unsigned char ipad[64], opad[64];
+    for (int i = 0; i < 64; i++) { ipad[i] = key[i] ^ 0x36; opad[i] = key[i] ^ 0x5c; }
+    sha1_ctx innerCtx, outerCtx;
+    sha1_init(&innerCtx); sha1_update(&innerCtx, ipad, 64);
+    sha1_init(&outerCtx); sha1_update(&outerCtx, opad, 64);
+    int fast = !portable && use_sha_extensions();
+
+    unsigned long blocks = (outlen + 19) / 20;
+    for (unsigned long first = 1; first <= blocks; first += 2) {
+        int lanes = first + 1 <= blocks ? 2 : 1;
+        uint32_t u[2][5], t[2][5];
+        for (int l = 0; l < 2; l++) {
+            // A lone last block runs in both lanes; the copy is discarded.
+            unsigned long index = first + (unsigned long)(l < lanes ? l : 0);
+            unsigned char be[4] = {(unsigned char)(index >> 24), (unsigned char)(index >> 16),
+                                   (unsigned char)(index >> 8), (unsigned char)index};
+            sha1_ctx c = innerCtx;
+            uint32_t v[5];
+            sha1_update(&c, salt, saltlen);
+            sha1_update(&c, be, 4);
+            sha1_final_words(&c, v);
+            c = outerCtx;
+            unsigned char vb[20];
+            for (int j = 0; j < 5; j++) store_be32(vb + 4 * j, v[j]);
+            sha1_update(&c, vb, 20);
+            sha1_final_words(&c, u[l]);
+            memcpy(t[l], u[l], 20);
+        }
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+        if (fast) {
+            ni_iterate(innerCtx.h, outerCtx.h, u, t, iterations);
+        } else {
+            portable_iterate(innerCtx.h, outerCtx.h, u, t, lanes, iterations);
+        }
+#else
+        (void)fast;
+        portable_iterate(innerCtx.h, outerCtx.h, u, t, lanes, iterations);
+#endif
+        for (int l = 0; l < lanes; l++) {
+            unsigned char block[20];
+            for (int j = 0; j < 5; j++) store_be32(block + 4 * j, t[l][j]);
+            size_t offset = (size_t)(first - 1 + (unsigned long)l) * 20;
+            size_t take = outlen - offset < 20 ? outlen - offset : 20;
+            memcpy(out + offset, block, take);
+        }
+    }
+    return 1;
+}
