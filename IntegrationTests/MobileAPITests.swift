@@ -61,6 +61,51 @@ extension Integration {
         }
     }
 
+    /// Concurrent registrations share group commits; one failing inside a batch (its push token belongs to someone
+    /// else) rolls back only itself.
+    @Test func concurrentRegistrationsCommitTogetherAndFailIndependently() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio, scheduling: "device")
+            let people = try await trio.admin.createParticipants(study: setup.study.studyID, .init(count: 40))
+            let holder = try await mobilePost(trio, "/register_user", patientID: setup.credentials.patientID, password: setup.credentials.password,
+                                              extra: [("new_password", "p"), ("phone_number", "1"), ("fcm_token", "taken")])
+            #expect(holder.status == 200)
+            // Every third participant asks for the taken token.
+            let statuses = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+                for (i, who) in people.enumerated() {
+                    group.addTask {
+                        let response = try await mobilePost(trio, "/register_user", patientID: who.patientID, password: who.password,
+                                                            extra: [("new_password", "n\(i)"), ("phone_number", "1"),
+                                                                    ("fcm_token", i % 3 == 0 ? "taken" : "token-\(i)")])
+                        return (i, response.status)
+                    }
+                }
+                var out: [Int: Int] = [:]
+                for try await (i, status) in group { out[i] = status }
+                return out
+            }
+            for (i, who) in people.enumerated() {
+                let participant = try await trio.admin.participant(who.patientID)
+                if i % 3 == 0 {
+                    #expect(statuses[i] == 400)
+                    #expect(participant.registeredAt == nil)
+                } else {
+                    #expect(statuses[i] == 200)
+                    #expect(participant.pushToken == "token-\(i)")
+                }
+            }
+            #expect(try await trio.admin.stats(setup.study.studyID).registered == 1 + people.count - (people.count + 2) / 3)
+            #expect(try await trio.admin.participant(setup.credentials.patientID).pushToken == "taken")
+            // Batching shows in the server's counters: every write committed, in no more transactions than writes.
+            let metrics = try await trio.http.send(HTTPRequest(url: trio.server.url + "/metrics")).text
+            func counter(_ name: String) -> Int? {
+                metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
+            }
+            let writes = try #require(counter("sqlite_writes_total")), commits = try #require(counter("sqlite_commits_total"))
+            #expect(commits >= 1 && commits <= writes)
+        }
+    }
+
     @Test func wrongPasswordIs403AndOnIOS401() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio)

@@ -15,13 +15,14 @@ public struct MockServer: Sendable {
 
     /// Opens (or creates) the store and prepares the server. Throws when the database cannot be opened.
     public init(configuration: MockServerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws {
-        let store = try Store(configuration.store)
+        let metrics = ServerMetrics()
+        let store = try Store(configuration.store, metrics: metrics)
         let client = HTTPClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
         let dispatcher = PushDispatcher(client: client, relayURL: configuration.relayURL, fcmProject: configuration.fcmProject, logger: logger)
         let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
         httpClient = client
         context = ServerContext(configuration: configuration, store: store, scheduler: scheduler, realNow: now, bound: BoundAddress(),
-                                metrics: ServerMetrics(), logger: logger)
+                                metrics: metrics, logger: logger)
     }
 
     /// The router with every route.
