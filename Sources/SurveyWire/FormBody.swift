@@ -22,12 +22,25 @@ public struct FormBody: Sendable, Equatable {
 
     /// Parses an urlencoded body.
     public init(parsing body: some StringProtocol) {
+        self.init(parsingBytes: Array(body.utf8))
+    }
+
+    /// Parses an urlencoded body from its bytes (invalid UTF-8 becomes U+FFFD).
+    public init(parsingBytes bytes: some Collection<UInt8>) {
         fields = []
-        for part in body.split(separator: "&", omittingEmptySubsequences: true) {
-            let kv = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = Self.decode(kv[0])
-            let value = kv.count > 1 ? Self.decode(kv[1]) : ""
-            self[name] = value
+        let bytes = Array(bytes)
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "&") { end += 1 }
+            if end > start {
+                var equals = start
+                while equals < end, bytes[equals] != UInt8(ascii: "=") { equals += 1 }
+                let name = Self.decode(bytes[start..<equals])
+                let value = equals < end ? Self.decode(bytes[(equals + 1)..<end]) : ""
+                self[name] = value
+            }
+            start = end + 1
         }
     }
 
@@ -67,10 +80,14 @@ public struct FormBody: Sendable, Equatable {
 
     /// Decodes `+` and valid `%XX` escapes; anything else is kept literally.
     public static func decode(_ text: some StringProtocol) -> String {
-        let bytes = Array(text.utf8)
+        decode(Array(text.utf8)[...])
+    }
+
+    static func decode(_ bytes: ArraySlice<UInt8>) -> String {
+        if !bytes.contains(where: { $0 == 43 || $0 == 37 }) { return String(decoding: bytes, as: UTF8.self) }
         var out = [UInt8]()
         out.reserveCapacity(bytes.count)
-        var i = 0
+        var i = bytes.startIndex
         func hexValue(_ b: UInt8) -> UInt8? {
             switch b {
             case 48...57: b - 48
@@ -79,11 +96,11 @@ public struct FormBody: Sendable, Equatable {
             default: nil
             }
         }
-        while i < bytes.count {
+        while i < bytes.endIndex {
             let b = bytes[i]
             if b == 43 {
                 out.append(32); i += 1
-            } else if b == 37, i + 2 < bytes.count, let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) {
+            } else if b == 37, i + 2 < bytes.endIndex, let hi = hexValue(bytes[i + 1]), let lo = hexValue(bytes[i + 2]) {
                 out.append(hi << 4 | lo); i += 3
             } else {
                 out.append(b); i += 1

@@ -22,8 +22,11 @@ struct MobileAuth: Sendable {
         let patientID = form["patient_id"]!
         let password = form["password"]!
         let found = try await store.read { db -> (ParticipantRecord, StudyRecord)? in
-            guard let p = try ParticipantRecord.fetchOne(db, key: patientID),
-                  let s = try StudyRecord.fetchOne(db, key: p.studyId) else { return nil }
+            // Cached statements: every mobile request runs these two lookups.
+            guard let p = try ParticipantRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM participant WHERE patient_id = ?"),
+                                                         arguments: [patientID]),
+                  let s = try StudyRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM study WHERE id = ?"), arguments: [p.studyId])
+            else { return nil }
             return (p, s)
         }
         guard let (participant, study) = found else { throw Self.denied(form, "unknown participant") }
@@ -42,19 +45,21 @@ struct MobileAuth: Sendable {
 
     /// The same, inside a transaction the caller already holds.
     static func recordDeviceFields(_ db: Database, _ form: MobileForm, patientID: String, at now: Date) throws {
-        var assignments: [String] = []
-        var arguments: StatementArguments = []
-        for (field, column) in [("version_code", "version_code"), ("version_name", "version_name"), ("os_version", "os_version"),
-                                ("device_status_report", "device_status_report"), ("timezone", "reported_timezone"),
-                                ("device_id", "device_id")] {
-            if let value = form[field], !value.isEmpty {
-                assignments.append("\(column) = ?")
-                _ = arguments.append(contentsOf: [field == "device_status_report" ? value : String(value.prefix(64))])
-            }
+        // One fixed (cached) statement: an absent or empty field keeps the stored value.
+        func given(_ field: String, limit: Int? = 64) -> String? {
+            guard let value = form[field], !value.isEmpty else { return nil }
+            return limit.map { String(value.prefix($0)) } ?? value
         }
-        if !assignments.isEmpty {
-            _ = arguments.append(contentsOf: [patientID])
-            try db.execute(sql: "UPDATE participant SET \(assignments.joined(separator: ", ")) WHERE patient_id = ?", arguments: arguments)
+        let fields: [String?] = [given("version_code"), given("version_name"), given("os_version"),
+                                 given("device_status_report", limit: nil), given("timezone"), given("device_id")]
+        if fields.contains(where: { $0 != nil }) {
+            let statement = try db.cachedStatement(sql: """
+                UPDATE participant SET version_code = COALESCE(?, version_code), version_name = COALESCE(?, version_name),
+                    os_version = COALESCE(?, os_version), device_status_report = COALESCE(?, device_status_report),
+                    reported_timezone = COALESCE(?, reported_timezone), device_id = COALESCE(?, device_id)
+                WHERE patient_id = ?
+                """)
+            try statement.execute(arguments: StatementArguments(fields + [patientID]))
         }
         for uuid in notificationUUIDs(form["notification_uuids"]) {
             try db.execute(sql: "INSERT OR IGNORE INTO notification_report (patient_id, uuid, at) VALUES (?, ?, ?)",

@@ -24,7 +24,7 @@ struct MobileForm: Sendable {
                 throw APIError(.badRequest, code: "invalid_body", "malformed multipart body: \(error.message)")
             }
         }
-        return MobileForm(fields: FormBody(parsing: String(decoding: bytes, as: UTF8.self)), isIOS: isIOS)
+        return MobileForm(fields: FormBody(parsingBytes: bytes), isIOS: isIOS)
     }
 
     /// A required, non-empty field, else 400 `missing_field`.

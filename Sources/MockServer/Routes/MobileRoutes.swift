@@ -49,6 +49,9 @@ struct MobileRoutes: Sendable {
 
     /// A JSON string literal.
     static func jsonString(_ text: String) -> String {
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + text + "\""
+        }
         var out = "\""
         out.reserveCapacity(text.utf8.count + 2)
         for scalar in text.unicodeScalars {
@@ -67,6 +70,10 @@ struct MobileRoutes: Sendable {
 
     static let fallbackZone = "America/New_York"
 
+    /// What `device_info` keeps of a registration, in sorted order.
+    static let deviceInfoKeys = ["beiwe_version", "brand", "device_os", "hardware_id", "manufacturer", "model", "os_version",
+                                 "phone_number", "product"]
+
     func register(_ form: MobileForm) async throws -> Response {
         let (participant, study) = try await auth.authenticate(form)
         let newPassword = try form.require("new_password")
@@ -84,37 +91,39 @@ struct MobileRoutes: Sendable {
         let zone = zoneIsValid ? requestedZone : Self.fallbackZone
         let record = try BeiwePassword.makeRecord(deviceHash: BeiwePassword.deviceHash(newPassword), iterations: context.configuration.kdfIterations)
         let now = study.now(real: context.realNow())
-        var info: [String: String] = [:]
-        for key in ["device_os", "os_version", "product", "brand", "hardware_id", "manufacturer", "model", "beiwe_version", "phone_number"] {
-            info[key] = form[key] ?? "none"
+        // `device_info`: these keys, sorted, as compact JSON.
+        var infoText = "{"
+        for key in Self.deviceInfoKeys {
+            if infoText.utf8.count > 1 { infoText += "," }
+            infoText += "\"\(key)\":" + Self.jsonString(form[key] ?? "none")
         }
-        let infoText = try WireJSON.encodeString(info)
+        infoText += "}"
         let os = form.isIOS ? "ios" : "android"
         let deviceID = form["device_id"] ?? ""
         let patientID = participant.patientId
-        let registeredZone = try await store.write { db -> String in
-            if let token, let holder = try String.fetchOne(db, sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?",
-                                                           arguments: [token, patientID]) {
+        let registeredZone = try await store.write { [infoText] db -> String in
+            if let token, let holder = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?"),
+                arguments: [token, patientID]) {
                 throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant (\(holder))", field: "fcm_token")
             }
-            guard var p = try ParticipantRecord.fetchOne(db, key: patientID) else { throw MobileAuth.denied(form, "unknown participant") }
-            if p.registeredAt == nil {
-                p.registeredAt = now.timeIntervalSince1970
-                p.timezone = zone
-                p.timezoneFallback = !zoneIsValid
-            }
-            p.lastRegisteredAt = now.timeIntervalSince1970
-            p.passwordRecord = record
-            p.deviceId = deviceID
-            p.os = os
-            p.deviceInfo = infoText
-            p.pushToken = token
-            p.tokenUnregisteredAt = nil
-            p.retryAfter = nil
-            p.retryCount = 0
-            try p.update(db)
+            // The first registration fixes the time zone; every registration replaces password, device and token.
+            // (SET expressions see the row's old values, so `registered_at IS NULL` means "first time".)
+            let update = try db.cachedStatement(sql: """
+                UPDATE participant SET
+                    timezone = CASE WHEN registered_at IS NULL THEN ?1 ELSE timezone END,
+                    timezone_fallback = CASE WHEN registered_at IS NULL THEN ?2 ELSE timezone_fallback END,
+                    registered_at = COALESCE(registered_at, ?3), last_registered_at = ?3,
+                    password_record = ?4, device_id = ?5, os = ?6, device_info = ?7, push_token = ?8,
+                    token_unregistered_at = NULL, retry_after = NULL, retry_count = 0
+                WHERE patient_id = ?9
+                RETURNING timezone
+                """)
+            guard let row = try Row.fetchOne(update, arguments: [zone, !zoneIsValid, now.timeIntervalSince1970, record, deviceID,
+                                                                        os, infoText, token, patientID])
+            else { throw MobileAuth.denied(form, "unknown participant") }
             try MobileAuth.recordDeviceFields(db, form, patientID: patientID, at: now)
-            return p.timezone ?? zone
+            return (row[0] as String?) ?? zone
         }
         // Only server-scheduled studies have occurrences to plan; device studies schedule on the phone.
         if study.isServerScheduled {

@@ -37,6 +37,23 @@ struct StudyRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     }
 }
 
+extension StudyRecord {
+    /// Decodes by column name without `Decodable` (the mobile API reads a study on every request).
+    init(row: Row) throws {
+        id = row["id"]
+        name = row["name"]
+        timezone = row["timezone"]
+        scheduling = row["scheduling"]
+        deviceSettings = row["device_settings"]
+        maxDelayMinutes = row["max_delay_minutes"]
+        perParticipantKeys = row["per_participant_keys"]
+        clockMode = row["clock_mode"]
+        frozenAt = row["frozen_at"]
+        privateKey = row["private_key"]
+        createdAt = row["created_at"]
+    }
+}
+
 /// A participant row.
 struct ParticipantRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     static let databaseTableName = "participant"
@@ -72,6 +89,33 @@ struct ParticipantRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
         case versionCode = "version_code", versionName = "version_name", osVersion = "os_version"
         case deviceStatusReport = "device_status_report", deviceInfo = "device_info"
         case materializedThrough = "materialized_through", lastHeartbeatAt = "last_heartbeat_at", retired
+    }
+
+    /// Decodes by column name without `Decodable` (the mobile API reads a participant on every request).
+    init(row: Row) throws {
+        patientId = row["patient_id"]
+        studyId = row["study_id"]
+        passwordRecord = row["password_record"]
+        privateKey = row["private_key"]
+        registeredAt = row["registered_at"]
+        lastRegisteredAt = row["last_registered_at"]
+        timezone = row["timezone"]
+        timezoneFallback = row["timezone_fallback"]
+        reportedTimezone = row["reported_timezone"]
+        pushToken = row["push_token"]
+        tokenUnregisteredAt = row["token_unregistered_at"]
+        retryAfter = row["retry_after"]
+        retryCount = row["retry_count"]
+        deviceId = row["device_id"]
+        os = row["os"]
+        versionCode = row["version_code"]
+        versionName = row["version_name"]
+        osVersion = row["os_version"]
+        deviceStatusReport = row["device_status_report"]
+        deviceInfo = row["device_info"]
+        materializedThrough = row["materialized_through"]
+        lastHeartbeatAt = row["last_heartbeat_at"]
+        retired = row["retired"]
     }
 
     init(patientId: String, studyId: String, passwordRecord: String, privateKey: Data?) {
