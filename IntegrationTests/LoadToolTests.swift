@@ -2,7 +2,7 @@ import Foundation
 import SurveyWire
 import Testing
 import Transport
-import TrioTesting
+@testable import TrioTesting
 
 extension Integration {
 /// `survey-cli load` against the real trio: short, bounded runs.
@@ -74,6 +74,68 @@ extension Integration {
             try WireJSON.encode(LoadSetup.Result(server: "x", studyID: "0", participants: [.init(patientID: "a", password: "b")])).write(to: file)
             #expect(try run(["--server", "http://127.0.0.1:1", "--participants-file", file.path, "--rate", "5", "--duration", "300ms"]) == 2)
             #expect(try run(["--server", trio.server.url, "--setup", "1", "--rate", "x"]) == 64)
+        }
+    }
+
+    @Test(arguments: ["android", "ios"])
+    func pushRunDeliversEveryPushAndMeasuresLatency(platform: String) async throws {
+        try await Trio.with { trio in
+            let options = PushLoadOptions(relay: trio.relay.url, devices: 20, platform: platform, rate: RateSchedule(constant: 100),
+                                          duration: .seconds(1), grace: .seconds(3))
+            let report = try await PushLoad.run(options, http: trio.http) { _ in }
+            #expect(report.totals.started >= 95 && report.totals.started <= 101)
+            #expect(report.totals.succeeded == report.totals.started)
+            #expect(report.totals.failed == 0)
+            #expect(report.errors.isEmpty)
+            #expect(report.correct == true)
+            #expect(report.latencyMs.p50 > 0 && report.latencyMs.p50 <= report.latencyMs.max)
+            #expect(report.scenario == "push(\(platform), 20 devices)")
+        }
+    }
+
+    @Test func pushLedgerCountsLossesDuplicatesAndRefusals() {
+        let start = ContinuousClock.now
+        let ledger = PushLedger(measuredFrom: start)
+        for id in ["a", "b", "c", "d"] { ledger.sending(id, intended: start, late: false) }
+        ledger.sending("warm", intended: start - .seconds(1), late: false)
+        ledger.received("a", at: start + .milliseconds(5))
+        ledger.received("a", at: start + .milliseconds(6))
+        ledger.received("stranger", at: start)
+        ledger.refused("b", error: "send:400:INVALID_ARGUMENT")
+        ledger.received("warm", at: start)
+        let s = ledger.state.withLock { $0 }
+        #expect(s.started == 4)
+        #expect(s.delivered == 1)
+        #expect(s.duplicates == 1)
+        #expect(s.foreign == 1)
+        #expect(s.failed == 1)
+        #expect(s.errors == ["send:400:INVALID_ARGUMENT": 1])
+        // c and d were accepted and never arrived: still outstanding, so the run counts them lost.
+        #expect(Set(s.outstanding.keys) == ["c", "d"])
+        #expect(s.overall.max >= 5000 && s.overall.max < 5100)
+    }
+
+    /// Runs `survey-cli load push ARGUMENTS` and returns its exit status.
+    static func loadPush(_ arguments: [String]) throws -> Int32 {
+        let process = Process()
+        process.executableURL = Executables.url("survey-cli")
+        process.arguments = ["load", "push"] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    @Test func pushCLIExitCodes() async throws {
+        let run = Self.loadPush
+        #expect(try run(["--relay", "http://127.0.0.1:1", "--devices", "2", "--duration", "200ms"]) == 2)
+        #expect(try run(["--relay", "http://127.0.0.1:1", "--platform", "windows"]) == 64)
+        #expect(try run(["--relay", "http://127.0.0.1:1", "--rate", "5", "--ramp", "0:5/s"]) == 64)
+        try await Trio.with { trio async throws in
+            #expect(try run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--grace", "2s",
+                             "--threshold", "errors<1%"]) == 0)
+            #expect(try run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--threshold", "p50<1us"]) == 99)
         }
     }
 }

@@ -7,8 +7,8 @@ import TrioTesting
 /// `survey-cli load ...`: load tests of the registration flow.
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Load-test registration against any server speaking the Beiwe mobile API.",
-        subcommands: [LoadSetupCommand.self, LoadRegisterCommand.self])
+        abstract: "Load-test registration against any server speaking the Beiwe mobile API, and push delivery through the relay.",
+        subcommands: [LoadSetupCommand.self, LoadRegisterCommand.self, LoadPushCommand.self])
 }
 
 struct LoadSetupCommand: AsyncParsableCommand {
@@ -114,5 +114,64 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         }
         if result.correct == false { throw ExitCode(99) }
         if result.thresholds.values.contains(false) { throw ExitCode(99) }
+    }
+}
+
+struct LoadPushCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push",
+        abstract: "Simulated devices hold event streams to the relay while pushes go to its provider API at a rate; reports delivery latency and losses.",
+        discussion: """
+            Latency runs from each push's intended send time (open model) to its receipt on the device's stream. A push the relay \
+            accepted but no device received within --grace after the last send is lost. Exit codes: 0 pass, 99 a threshold \
+            failed or pushes were lost or duplicated, 2 the relay could not be reached, 64 bad flags.
+            """)
+
+    @Option(help: "Relay URL.") var relay: String
+    @Option(help: "Simulated devices (each one token and one stream).") var devices = 100
+    @Option(help: "android (FCM-style messages:send) or ios (APNs-style /3/device).") var platform = "android"
+    @Option(help: "Pushes per second.") var rate: Double?
+    @Option(help: "A ramp like 0:100/s,30s:2000/s.") var ramp: String?
+    @Option(help: "Sends in flight at most; further sends are dropped and counted.") var maxInFlight = 1000
+    @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
+    @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
+    @Option(help: "Wait this long after the last send for deliveries before counting the rest lost.") var grace = "5s"
+    @Option(help: "Write the JSON report here.") var report: String?
+    @Option(name: .customLong("threshold"), help: "A pass/fail rule: p99<50ms, errors<0.1%, rate>1000/s. Repeatable.")
+    var thresholds: [String] = []
+
+    func run() async throws {
+        let options: PushLoadOptions, parsedThresholds: [Threshold]
+        do {
+            guard devices > 0 else { throw LoadUsageError(flag: "--devices", message: "must be positive") }
+            guard ["android", "ios"].contains(platform) else { throw LoadUsageError(flag: "--platform", message: "must be android or ios") }
+            guard rate == nil || ramp == nil else { throw LoadUsageError(flag: "--rate/--ramp", message: "choose one") }
+            guard maxInFlight > 0 else { throw LoadUsageError(flag: "--max-in-flight", message: "must be positive") }
+            let schedule = try ramp.map { try RateSchedule(parsing: $0) } ?? RateSchedule(constant: rate ?? 100)
+            guard schedule.points.contains(where: { $0.rate > 0 }) else { throw LoadUsageError(flag: "--rate", message: "must be positive") }
+            parsedThresholds = try thresholds.map { try Threshold(parsing: $0) }
+            options = PushLoadOptions(relay: relay, devices: devices, platform: platform, rate: schedule,
+                                      duration: try parseDuration(duration, flag: "--duration"), warmup: try parseDuration(warmup, flag: "--warmup"),
+                                      grace: try parseDuration(grace, flag: "--grace"), maxInFlight: maxInFlight)
+        } catch let error as LoadUsageError {
+            throw ValidationError(error.description)
+        }
+        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
+        defer { http.shutdown() }
+        var result: LoadReport
+        do {
+            result = try await PushLoad.run(options, http: http) { line in
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
+        } catch {
+            // Setup failed: the relay is unreachable or refused to create devices.
+            let reason = error is TransportError ? "the relay could not be reached: \(error)" : "\(error)"
+            FileHandle.standardError.write(Data("load: \(reason)\n".utf8))
+            throw ExitCode(2)
+        }
+        for threshold in parsedThresholds { result.thresholds[threshold.text] = threshold.passes(result) }
+        print(result.table())
+        if let report { try WireJSON.encode(result).write(to: URL(fileURLWithPath: report)) }
+        if result.correct == false || result.thresholds.values.contains(false) { throw ExitCode(99) }
     }
 }

@@ -1,0 +1,336 @@
+import Foundation
+import Histogram
+import Synchronization
+import SurveyWire
+import Transport
+
+/// How a push load run is driven.
+public struct PushLoadOptions: Sendable {
+    /// The relay's base URL.
+    public var relay: String
+    /// Simulated devices, each with its own token and event stream.
+    public var devices: Int
+    /// `android` (FCM-style `messages:send`) or `ios` (APNs-style `/3/device/{token}`).
+    public var platform: String
+    /// Pushes per second over time (open model: sends happen on schedule whatever the relay does).
+    public var rate: RateSchedule
+    public var duration: Duration
+    public var warmup: Duration
+    /// How long to wait for deliveries still in flight after the last send before counting them lost.
+    public var grace: Duration
+    /// Sends in flight at most; further sends are dropped and counted.
+    public var maxInFlight: Int
+    /// FCM project id in the send path.
+    public var fcmProject: String
+    /// Devices connecting at once while the run sets up.
+    public var connectConcurrency: Int
+
+    public init(relay: String, devices: Int, platform: String = "android", rate: RateSchedule, duration: Duration,
+                warmup: Duration = .zero, grace: Duration = .seconds(5), maxInFlight: Int = 1000, fcmProject: String = "survey-trio",
+                connectConcurrency: Int = 64) {
+        self.relay = relay
+        self.devices = devices
+        self.platform = platform
+        self.rate = rate
+        self.duration = duration
+        self.warmup = warmup
+        self.grace = grace
+        self.maxInFlight = maxInFlight
+        self.fcmProject = fcmProject
+        self.connectConcurrency = connectConcurrency
+    }
+}
+
+/// What the push run has sent and received, keyed by the load id each push carries in its payload.
+final class PushLedger: Sendable {
+    struct Outstanding {
+        var intended: ContinuousClock.Instant
+        var measured: Bool
+    }
+
+    struct State {
+        var outstanding: [String: Outstanding] = [:]
+        var received: Set<String> = []
+        var overall = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+        var seconds: [Int: (histogram: Histogram<UInt64>, ok: Int, failed: Int)] = [:]
+        var errors: [String: Int] = [:]
+        var started = 0, delivered = 0, failed = 0, dropped = 0, late = 0, duplicates = 0, inFlight = 0, foreign = 0
+    }
+
+    let state = Mutex(State())
+    let measuredFrom: ContinuousClock.Instant
+
+    init(measuredFrom: ContinuousClock.Instant) { self.measuredFrom = measuredFrom }
+
+    func second(_ instant: ContinuousClock.Instant) -> Int { Int((instant - measuredFrom).seconds) }
+
+    /// A send is about to go out; it counts as outstanding until received.
+    func sending(_ id: String, intended: ContinuousClock.Instant, late: Bool) {
+        let measured = intended >= measuredFrom
+        state.withLock { s in
+            s.outstanding[id] = Outstanding(intended: intended, measured: measured)
+            s.inFlight += 1
+            if measured {
+                s.started += 1
+                if late { s.late += 1 }
+            }
+        }
+    }
+
+    /// The provider refused the send: it will never arrive, so it is a failure, not a loss.
+    func refused(_ id: String, error: String) {
+        state.withLock { s in
+            s.inFlight -= 1
+            guard let entry = s.outstanding.removeValue(forKey: id) else { return }
+            guard entry.measured else { return }
+            s.failed += 1
+            s.errors[error, default: 0] += 1
+            s.seconds[second(entry.intended), default: (Histogram(numberOfSignificantValueDigits: .two), 0, 0)].failed += 1
+        }
+    }
+
+    func accepted() { state.withLock { $0.inFlight -= 1 } }
+
+    func drop(measured: Bool) { state.withLock { if measured { $0.dropped += 1 } } }
+
+    func inFlight() -> Int { state.withLock { $0.inFlight } }
+
+    /// A device received the push with this load id.
+    func received(_ id: String, at now: ContinuousClock.Instant) {
+        state.withLock { s in
+            guard let entry = s.outstanding.removeValue(forKey: id) else {
+                if s.received.contains(id) { s.duplicates += 1 } else { s.foreign += 1 }
+                return
+            }
+            s.received.insert(id)
+            guard entry.measured else { return }
+            let micros = UInt64(max(1, (now - entry.intended).seconds * 1_000_000))
+            s.delivered += 1
+            _ = s.overall.record(micros)
+            let key = second(entry.intended)
+            var bucket = s.seconds[key] ?? (Histogram<UInt64>(numberOfSignificantValueDigits: .two), 0, 0)
+            _ = bucket.histogram.record(micros)
+            bucket.ok += 1
+            s.seconds[key] = bucket
+        }
+    }
+}
+
+/// `survey-cli load push`: simulated devices hold event streams to the relay (one process, one libcurl multi handle)
+/// while pushes go to the provider API on a schedule; reports delivery latency from each push's intended send time
+/// to its receipt on the device, provider errors, duplicates, and losses (sent, accepted, never received).
+public enum PushLoad {
+    static func ms(_ micros: UInt64) -> Double { Double(micros) / 1000 }
+
+    /// One connected simulated device.
+    struct Device: Sendable {
+        var token: String
+    }
+
+    public static func run(_ options: PushLoadOptions, http: HTTPClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+        guard options.platform == "android" || options.platform == "ios" else {
+            throw LoadUsageError(flag: "--platform", message: "must be android or ios")
+        }
+        // Tokens.
+        progress("creating \(options.devices) \(options.platform) devices on \(options.relay)")
+        let tokens = try await createDevices(options, http: http)
+        // Streams: every device listens until the run ends.
+        let links = PushLinks()
+        let listeners = Task { () -> Void in
+            await withDiscardingTaskGroup { group in
+                for token in tokens {
+                    group.addTask { await listen(token: token, options: options, http: http, links: links) }
+                }
+            }
+        }
+        defer { listeners.cancel() }
+        let connected = try await waitForConnections(tokens.count, links: links, progress: progress)
+        progress("\(connected) of \(tokens.count) devices connected")
+
+        let start = ContinuousClock.now
+        let measuredFrom = start + options.warmup
+        let ledger = PushLedger(measuredFrom: measuredFrom)
+        links.ledger.withLock { $0 = ledger }
+        let sendEnd = start + options.warmup + options.duration
+
+        let reporter = Task {
+            var last = (ok: 0, failed: 0)
+            var elapsed = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                elapsed += 1
+                let s = ledger.state.withLock { ($0.delivered, $0.failed, $0.outstanding.count, $0.overall) }
+                progress(String(format: "t=%3ds  delivered %d (+%d/s)  failed %d (+%d)  outstanding %d  p50 %.2f ms  p99 %.2f ms",
+                                elapsed, s.0, s.0 - last.ok, s.1, s.1 - last.failed, s.2,
+                                ms(s.3.valueAtPercentile(50)), ms(s.3.valueAtPercentile(99))))
+                last = (s.0, s.1)
+            }
+        }
+        defer { reporter.cancel() }
+
+        await withDiscardingTaskGroup { group in
+            var t = 0.0
+            var index = 0
+            let total = (options.warmup + options.duration).seconds
+            while t < total {
+                let intended = start + .microseconds(Int64(t * 1_000_000))
+                try? await Task.sleep(until: intended, clock: .continuous)
+                let rate = options.rate.rate(at: t)
+                if rate <= 0 { t += 0.01; continue }
+                if ledger.inFlight() >= options.maxInFlight {
+                    ledger.drop(measured: intended >= measuredFrom)
+                } else {
+                    let token = tokens[index % tokens.count]
+                    let id = "load-\(index)"
+                    ledger.sending(id, intended: intended, late: ContinuousClock.now - intended > .milliseconds(10))
+                    group.addTask { await send(id: id, token: token, options: options, http: http, ledger: ledger) }
+                }
+                index += 1
+                t += 1 / rate
+            }
+        }
+        // Let the last deliveries land.
+        let graceEnd = ContinuousClock.now + options.grace
+        while ContinuousClock.now < graceEnd, ledger.state.withLock({ !$0.outstanding.isEmpty }) {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let elapsed = max(0.001, (sendEnd - measuredFrom).seconds)
+        var s = ledger.state.withLock { $0 }
+        let lost = s.outstanding.values.filter(\.measured).count
+        if lost > 0 { s.errors["lost", default: 0] += lost }
+        if s.duplicates > 0 { s.errors["duplicate", default: 0] += s.duplicates }
+        let h = s.overall
+        let finished = s.delivered + s.failed + lost
+        return LoadReport(
+            scenario: "push(\(options.platform), \(tokens.count) devices)", model: "open", target: options.relay,
+            totals: .init(started: s.started, succeeded: s.delivered, failed: s.failed + lost, dropped: s.dropped, late: s.late,
+                          seconds: elapsed, throughput: Double(s.delivered) / elapsed,
+                          errorRate: finished == 0 ? 0 : Double(s.failed + lost) / Double(finished)),
+            latencyMs: .init(p50: ms(h.valueAtPercentile(50)), p90: ms(h.valueAtPercentile(90)), p99: ms(h.valueAtPercentile(99)),
+                             p999: ms(h.valueAtPercentile(99.9)), max: ms(h.max), mean: h.mean / 1000),
+            errors: s.errors,
+            perSecond: s.seconds.keys.sorted().map { key in
+                let b = s.seconds[key]!
+                return .init(second: key, succeeded: b.ok, failed: b.failed, p50: ms(b.histogram.valueAtPercentile(50)),
+                             p99: ms(b.histogram.valueAtPercentile(99)))
+            },
+            correct: lost == 0 && s.duplicates == 0,
+            correctness: "\(s.delivered) delivered, \(lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
+                + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected",
+            thresholds: [:])
+    }
+
+    /// `POST /v1/devices` for every device, a bounded number at a time.
+    static func createDevices(_ options: PushLoadOptions, http: HTTPClient) async throws -> [String] {
+        let body = RelayWire.DeviceRequest(platform: options.platform, appID: "org.beiwe.load")
+        return try await withThrowingTaskGroup(of: [String].self) { group in
+            let workers = max(1, min(options.connectConcurrency, options.devices))
+            for worker in 0..<workers {
+                let count = options.devices / workers + (worker < options.devices % workers ? 1 : 0)
+                group.addTask {
+                    var tokens: [String] = []
+                    for _ in 0..<count {
+                        let response = try await http.send(.json(options.relay + "/v1/devices", body: body))
+                        guard response.status == 200 || response.status == 201 else {
+                            throw LoadSetupError("the relay answered \(response.status) to POST /v1/devices: \(response.text.prefix(200))")
+                        }
+                        tokens.append(try response.decode(RelayWire.TokenResponse.self).token)
+                    }
+                    return tokens
+                }
+            }
+            var all: [String] = []
+            for try await part in group { all += part }
+            return all
+        }
+    }
+
+    /// Waits until the relay reports every device connected (or 30 s pass); returns how many are.
+    static func waitForConnections(_ count: Int, links: PushLinks, progress: @Sendable (String) -> Void) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(30)
+        var connected = 0
+        while ContinuousClock.now < deadline {
+            connected = links.connected.withLock { $0 }
+            if connected >= count { return connected }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        progress("only \(connected) of \(count) streams opened within 30 s")
+        return connected
+    }
+
+    /// One device's stream: records each push's load id, acks it, and reconnects if the stream ends.
+    static func listen(token: String, options: PushLoadOptions, http: HTTPClient, links: PushLinks) async {
+        var counted = false
+        defer { if counted { links.connected.withLock { $0 -= 1 } } }
+        while !Task.isCancelled {
+            do {
+                let stream = try await http.eventStream(HTTPRequest(url: options.relay + "/v1/devices/\(token)/stream"))
+                guard stream.status == 200 else {
+                    try await Task.sleep(for: .milliseconds(500))
+                    continue
+                }
+                if !counted {
+                    counted = true
+                    links.connected.withLock { $0 += 1 }
+                }
+                for try await item in stream.items {
+                    guard case .event(let event) = item, event.event == "push",
+                          let message = try? WireJSON.decode(RelayWire.Message.self, from: event.data) else { continue }
+                    let now = ContinuousClock.now
+                    if let id = loadID(message.payload) {
+                        links.ledger.withLock { $0 }?.received(id, at: now)
+                    }
+                    let ack = try HTTPRequest.json(options.relay + "/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [message.id]))
+                    _ = try? await http.send(ack)
+                }
+            } catch {
+                if Task.isCancelled { return }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+
+    /// The `load_id` a push carries: in FCM `data`, or at the top of an APNs payload.
+    static func loadID(_ payload: JSONValue) -> String? {
+        payload["load_id"]?.stringValue ?? payload["data"]?["load_id"]?.stringValue
+    }
+
+    /// Sends one push through the provider API and records the outcome.
+    static func send(id: String, token: String, options: PushLoadOptions, http: HTTPClient, ledger: PushLedger) async {
+        do {
+            let request: HTTPRequest
+            if options.platform == "android" {
+                let body = RelayWire.FCMSendRequest(message: .init(token: token, data: ["load_id": id]))
+                request = try .json(options.relay + "/v1/projects/\(options.fcmProject)/messages:send", body: body)
+            } else {
+                let body: JSONValue = ["aps": ["content-available": 1], "load_id": .string(id)]
+                var r = try HTTPRequest.json(options.relay + "/3/device/\(token)", body: body)
+                r.headers.append(("apns-push-type", "background"))
+                r.headers.append(("apns-priority", "5"))
+                request = r
+            }
+            let response = try await http.send(request)
+            if response.status == 200 {
+                ledger.accepted()
+            } else {
+                let reason = (try? response.decode(RelayWire.APNsError.self))?.reason
+                    ?? (try? response.decode(RelayWire.FCMError.self))?.error.status ?? "unknown"
+                ledger.refused(id, error: "send:\(response.status):\(reason)")
+            }
+        } catch {
+            ledger.refused(id, error: "transport:\((error as? TransportError)?.code ?? "error")")
+        }
+    }
+}
+
+/// What the stream listeners of one run share: how many streams are open, and the ledger once sending starts.
+final class PushLinks: Sendable {
+    let connected = Mutex(0)
+    let ledger = Mutex<PushLedger?>(nil)
+}
+
+/// Setting up a run failed (the target refused a setup request).
+public struct LoadSetupError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
