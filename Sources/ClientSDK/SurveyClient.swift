@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import Scheduling
 import SurveyCrypto
@@ -33,6 +34,10 @@ public actor SurveyClient {
     private let now: @Sendable () -> Date
     private var state: ClientState
     private var streamTask: Task<Void, Never>?
+    /// The last relay message fully handled on the stream (sent as `Last-Event-ID` on reconnect).
+    private var lastHandledMessageID: String?
+    /// Set when a push could not be handled: reconnect without `Last-Event-ID` so the relay sends it again.
+    private var resumeBlocked = false
     private var localScheduleTask: Task<Void, Never>?
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
@@ -131,29 +136,88 @@ public actor SurveyClient {
         let http = self.http
         let url = "\(configuration.relayURL)/v1/devices/\(token)/stream"
         let logger = self.logger
+        let deadAfter = configuration.relayKeepalive * 2.5
         streamTask = Task { [weak self] in
-            var delay = 0.1
+            var failures = 0
             while !Task.isCancelled {
+                var request = HTTPRequest(url: url)
+                if let id = await self?.resumeFromEventID() { request.headers.append(("Last-Event-ID", id)) }
                 do {
-                    let stream = try await http.eventStream(HTTPRequest(url: url))
+                    let stream = try await http.eventStream(request)
                     if stream.status == 200 {
-                        delay = 0.1
-                        for try await item in stream.items {
-                            guard case .event(let event) = item, let self else { continue }
-                            await self.handle(event)
+                        failures = 0
+                        await self?.streamConnected()
+                        weak let client = self
+                        let ended = try await Self.consume(stream.items, deadAfter: deadAfter) { event in await client?.handle(event) }
+                        if ended == .dead {
+                            logger.debug("push stream silent for \(deadAfter); reconnecting")
+                            await self?.emit(.streamReconnecting(reason: "dead"))
                         }
                     } else if stream.status == 410 || stream.status == 404 {
                         await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(stream.status) for the stream", status: stream.status)))
                         return
+                    } else {
+                        failures += 1
                     }
                 } catch {
                     if Task.isCancelled { return }
+                    failures += 1
                     logger.debug("push stream dropped", metadata: ["error": "\(error)"])
                 }
-                try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-                delay = min(delay * 2, 5)
+                try? await Task.sleep(for: Self.reconnectDelay(failures: failures))
             }
         }
+    }
+
+    /// How a stream ended.
+    enum StreamEnd: Sendable { case closed, dead }
+
+    /// Reads a stream until it ends, or until nothing at all (keepalives included) arrived for `deadAfter`: a
+    /// connection that died without a FIN (a silent network drop) only shows up that way.
+    static func consume(_ items: EventItems, deadAfter: Duration,
+                        handle: @escaping @Sendable (ServerSentEvent) async -> Void) async throws -> StreamEnd {
+        let watch = StreamWatch()
+        return try await withThrowingTaskGroup(of: StreamEnd.self) { group in
+            group.addTask {
+                for try await item in items {
+                    watch.touch()
+                    guard case .event(let event) = item else { continue }
+                    // Handling (fetching a survey) may take longer than the keepalive period; it is not silence.
+                    watch.busy(true)
+                    await handle(event)
+                    watch.busy(false)
+                }
+                return .closed
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: min(deadAfter / 5, .seconds(1)))
+                    if watch.isSilent(for: deadAfter) { return .dead }
+                }
+            }
+            let first = try await group.next() ?? .closed
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Exponential backoff with jitter: 0.1 s doubling up to 5 s, each wait drawn from its upper half, so devices that
+    /// lost their streams together do not come back together. No wait after a stream that was up and ended.
+    static func reconnectDelay(failures: Int) -> Duration {
+        guard failures > 0 else { return .milliseconds(Int.random(in: 20...100)) }
+        let ceiling = min(5.0, 0.1 * pow(2, Double(min(failures - 1, 10))))
+        return .milliseconds(Int(Double.random(in: (ceiling / 2)...ceiling) * 1000))
+    }
+
+    /// A new stream is up: forget the resume point's failure flag.
+    private func streamConnected() {
+        resumeBlocked = false
+    }
+
+    /// The `Last-Event-ID` to resume from: the last push handled, unless a push since then failed (the relay would
+    /// skip it too).
+    private func resumeFromEventID() -> String? {
+        resumeBlocked ? nil : lastHandledMessageID
     }
 
     private func handle(_ event: ServerSentEvent) async {
@@ -169,6 +233,7 @@ public actor SurveyClient {
         } catch {
             // Not a survey push (or malformed): acknowledge so it is not sent again, and report it.
             await ack(message.id)
+            lastHandledMessageID = message.id
             emit(.error(SurveyClientError(code: "bad_push", message: "\(error)")))
             return
         }
@@ -177,6 +242,7 @@ public actor SurveyClient {
             || (!uuids.isEmpty && uuids.allSatisfy { state.seenUUIDs.contains($0) })
         if known {
             await ack(message.id)
+            lastHandledMessageID = message.id
             emit(.duplicateIgnored(messageID: message.id))
             return
         }
@@ -197,6 +263,9 @@ public actor SurveyClient {
             state.remember(nonce: push.nonce, uuids: uuids)
             try? save()
             await ack(message.id)
+            lastHandledMessageID = message.id
+        } else {
+            resumeBlocked = true
         }
     }
 
@@ -488,5 +557,27 @@ public actor SurveyClient {
 
     private func emit(_ event: SurveyClientEvent) {
         continuation.yield(event)
+    }
+}
+
+/// When a push stream last showed a sign of life, and whether an event is being handled.
+final class StreamWatch: Sendable {
+    private struct State {
+        var last = ContinuousClock.now
+        var busy = false
+    }
+    private let state = Mutex(State())
+
+    func touch() { state.withLock { $0.last = .now } }
+
+    func busy(_ value: Bool) {
+        state.withLock {
+            $0.busy = value
+            $0.last = .now
+        }
+    }
+
+    func isSilent(for limit: Duration) -> Bool {
+        state.withLock { !$0.busy && ContinuousClock.now - $0.last > limit }
     }
 }

@@ -29,11 +29,14 @@ public struct SurveyClientConfiguration: Sendable {
     public var telemetryBatchSize: Int
     /// Compress pings with gzip.
     public var gzipTelemetry: Bool
+    /// The relay's keepalive interval. A stream on which nothing arrives for 2.5 times this is taken as dead
+    /// (a connection lost without a FIN) and replaced.
+    public var relayKeepalive: Duration
 
     public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
                 timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 50,
-                gzipTelemetry: Bool = false) {
+                gzipTelemetry: Bool = false, relayKeepalive: Duration = .seconds(25)) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
         self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
         self.storageDirectory = storageDirectory
@@ -46,6 +49,7 @@ public struct SurveyClientConfiguration: Sendable {
         self.deviceID = deviceID
         self.telemetryBatchSize = max(1, telemetryBatchSize)
         self.gzipTelemetry = gzipTelemetry
+        self.relayKeepalive = relayKeepalive
     }
 }
 
@@ -57,6 +61,8 @@ public enum SurveyClientEvent: Sendable, Equatable {
     case pushReceived(messageID: String, surveyIDs: [String])
     /// A push that repeated one already handled was acked and ignored.
     case duplicateIgnored(messageID: String)
+    /// The push stream went silent (nothing, not even a keepalive, for 2.5 keepalive periods) and is being replaced.
+    case streamReconnecting(reason: String)
     /// A survey's spec was fetched and stored; it stays until its answers are accepted.
     case surveyAvailable(StoredSurvey)
     /// Answers were accepted by the server; the stored survey is gone.

@@ -21,12 +21,15 @@ public struct RelayConfiguration: Sendable {
 
 /// The simulated push relay: APNs/FCM provider APIs, the device link and the control API.
 public struct PushRelayServer: Sendable {
-    let hub = RelayHub()
+    let hub: RelayHub
     let configuration: RelayConfiguration
-    let metrics = ServerMetrics()
+    let metrics: ServerMetrics
 
     public init(configuration: RelayConfiguration = RelayConfiguration()) {
         self.configuration = configuration
+        let metrics = ServerMetrics()
+        self.metrics = metrics
+        hub = RelayHub(metrics: metrics)
     }
 
     /// The router with every route of the relay.

@@ -106,6 +106,22 @@ extension Request {
         }
     }
 
+    /// Reads a JSON object body, rejecting keys outside `allowedKeys` (400 `unknown_field` naming the key), then decodes it.
+    public func decodeJSON<T: Decodable>(_ type: T.Type, allowedKeys: Set<String>, limit: Int = 1 << 20) async throws -> T {
+        let bytes = try await collectBody(limit: limit)
+        guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), let members = object.objectValue else {
+            throw APIError(.badRequest, code: "invalid_json", "the body must be a JSON object")
+        }
+        if let unknown = members.keys.sorted().first(where: { !allowedKeys.contains($0) }) {
+            throw APIError(.badRequest, code: "unknown_field", "'\(unknown)' is not a field of this request", field: unknown)
+        }
+        do {
+            return try JSONDecoder().decode(type, from: Data(bytes))
+        } catch {
+            throw APIError.invalidJSON(error)
+        }
+    }
+
     /// Reads and decodes a JSON body, answering 400 with the failing field, or 413.
     public func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int = 1 << 20) async throws -> T {
         let bytes = try await collectBody(limit: limit)

@@ -150,3 +150,73 @@ public enum RelayWire {
         }
     }
 }
+
+extension RelayWire {
+    /// `PUT /__control/faults` body (PROTOCOL.md §5, plus `token`, `blackhole`, `zombie` and `close_all`). Every field is
+    /// optional; a PUT replaces the faults of its scope (one device when `token` is set, else every device without its
+    /// own), and `{}` clears them. Random choices come from a generator seeded with `seed`, so the same run of events
+    /// gets the same faults.
+    public struct Faults: Codable, Sendable, Equatable {
+        public struct Range: Codable, Sendable, Equatable {
+            public var min: Int
+            public var max: Int
+            public init(min: Int, max: Int) {
+                self.min = min
+                self.max = max
+            }
+        }
+
+        public struct Outage: Codable, Sendable, Equatable {
+            /// What the provider APIs answer meanwhile (default 503).
+            public var status: Int?
+            public var seconds: Double
+            public init(status: Int? = nil, seconds: Double) {
+                self.status = status
+                self.seconds = seconds
+            }
+        }
+
+        public var seed: UInt64?
+        /// Only this device; nil = the global faults.
+        public var token: String?
+        /// Share of accepted pushes silently never delivered.
+        public var dropRate: Double?
+        /// Share of deliveries written to the stream twice.
+        public var duplicateRate: Double?
+        /// Each delivery waits a random time in this range (ms).
+        public var delayMs: Range?
+        /// Deliveries are held until this many are waiting (or 50 ms pass), then written in a shuffled order.
+        public var reorderWindow: Int?
+        /// The provider APIs answer `status` for `seconds`.
+        public var outage: Outage?
+        /// Streams open now stop receiving anything, keepalives included, without being closed (only a client's
+        /// dead-stream timer notices). New streams work.
+        public var blackhole: Bool?
+        /// Sends are accepted (200) and never delivered.
+        public var zombie: Bool?
+        /// Closes every open stream now (a reconnect storm); not kept as a standing fault.
+        public var closeAll: Bool?
+
+        enum CodingKeys: String, CodingKey {
+            case seed, token, dropRate = "drop_rate", duplicateRate = "duplicate_rate", delayMs = "delay_ms"
+            case reorderWindow = "reorder_window", outage, blackhole, zombie, closeAll = "close_all"
+        }
+
+        public static let allowedKeys: Set<String> = ["seed", "token", "drop_rate", "duplicate_rate", "delay_ms", "reorder_window",
+                                                      "outage", "blackhole", "zombie", "close_all"]
+
+        public init(seed: UInt64? = nil, token: String? = nil, dropRate: Double? = nil, duplicateRate: Double? = nil, delayMs: Range? = nil,
+                    reorderWindow: Int? = nil, outage: Outage? = nil, blackhole: Bool? = nil, zombie: Bool? = nil, closeAll: Bool? = nil) {
+            self.seed = seed
+            self.token = token
+            self.dropRate = dropRate
+            self.duplicateRate = duplicateRate
+            self.delayMs = delayMs
+            self.reorderWindow = reorderWindow
+            self.outage = outage
+            self.blackhole = blackhole
+            self.zombie = zombie
+            self.closeAll = closeAll
+        }
+    }
+}

@@ -116,6 +116,11 @@ public struct RelayControlClient: Sendable {
     }
     public func reset() async throws { _ = try await api.call("POST", "/__control/reset") }
 
+    /// `PUT /__control/faults`: replaces the faults of the body's scope (one device, or global); `{}` clears them.
+    public func setFaults(_ faults: RelayWire.Faults) async throws {
+        _ = try await api.call("PUT", "/__control/faults", body: faults)
+    }
+
     /// Registers a device directly (what an SDK does first).
     public func registerDevice(platform: String, appID: String = "test") async throws -> String {
         try await api.call("POST", "/v1/devices", body: RelayWire.DeviceRequest(platform: platform, appID: appID)).decode(RelayWire.TokenResponse.self).token

@@ -18,18 +18,7 @@ enum AdminValidation {
 
     /// Reads a JSON object body, rejecting keys outside `allowed`, then decodes it.
     static func decode<T: Decodable>(_ type: T.Type, from request: Request, allowed: Set<String>, limit: Int) async throws -> T {
-        let bytes = try await request.collectBody(limit: limit)
-        guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), let members = object.objectValue else {
-            throw APIError(.badRequest, code: "invalid_json", "the body must be a JSON object")
-        }
-        if let unknown = members.keys.sorted().first(where: { !allowed.contains($0) }) {
-            throw APIError(.badRequest, code: "unknown_field", "'\(unknown)' is not a field of this request", field: unknown)
-        }
-        do {
-            return try JSONDecoder().decode(type, from: Data(bytes))
-        } catch {
-            throw APIError.invalidJSON(error)
-        }
+        try await request.decodeJSON(type, allowedKeys: allowed, limit: limit)
     }
 
     static func study(_ body: AdminWire.CreateStudy) throws {

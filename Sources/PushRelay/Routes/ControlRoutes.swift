@@ -29,6 +29,17 @@ struct ControlRoutes {
             }
             return JSONResponse.make(await hub.view(token: token))
         }
+        router.put("/__control/faults") { request, _ -> Response in
+            let body = try await request.decodeJSON(RelayWire.Faults.self, allowedKeys: RelayWire.Faults.allowedKeys)
+            if let problem = FaultState.validate(body) {
+                throw APIError(.badRequest, code: "invalid_field", problem.message, field: problem.field)
+            }
+            if let token = body.token, await hub.view(token: token) == nil {
+                throw APIError(.notFound, code: "unknown_token", "no device has this token", field: "token")
+            }
+            await hub.setFaults(body)
+            return JSONResponse.empty(.noContent)
+        }
         router.get("/__control/trace") { request, _ -> Response in
             let token = request.uri.queryParameters["token"].map(String.init)
             return JSONResponse.make(await hub.traceEntries(token: token))

@@ -83,6 +83,15 @@ struct ProviderRoutes {
             throw apnsError(.badRequest, "BadDeviceToken", apnsID: apnsID)
         case .unregistered(let at):
             throw apnsError(.gone, "Unregistered", apnsID: apnsID, timestamp: at)
+        case .outage(let status):
+            let reason = switch status {
+            case 429: "TooManyRequests"
+            case 500: "InternalServerError"
+            case 503: "ServiceUnavailable"
+            case 413: "PayloadTooLarge"
+            default: "ServiceUnavailable"
+            }
+            throw apnsError(HTTPResponse.Status(code: status), reason, apnsID: apnsID)
         }
     }
 
@@ -144,6 +153,14 @@ struct ProviderRoutes {
             throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token")
         case .unregistered:
             throw fcmError(.notFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
+        case .outage(let status):
+            let (name, code) = switch status {
+            case 429: ("RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED")
+            case 500: ("INTERNAL", "INTERNAL")
+            case 503: ("UNAVAILABLE", "UNAVAILABLE")
+            default: ("UNAVAILABLE", "UNAVAILABLE")
+            }
+            throw fcmError(HTTPResponse.Status(code: status), name, code, "The service is currently unavailable (fault injection).")
         }
     }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import Prometheus
+import ServerSupport
 import SurveyWire
 
 /// What a device stream carries: relay output, or a keepalive tick.
@@ -17,6 +19,8 @@ actor RelayHub {
         case wrongPlatform
         /// Rotated or uninstalled, with the relay-clock ms it happened.
         case unregistered(Int64)
+        /// A fault outage: the provider API answers this status.
+        case outage(Int)
     }
 
     enum ConnectError: Error, Sendable {
@@ -37,9 +41,19 @@ actor RelayHub {
     private var nextConnectionID: UInt64 = 1
     private var clockOffsetMillis: Int64 = 0
     private let traceLimit: Int
+    private let metrics: ServerMetrics?
 
-    init(traceLimit: Int = 100_000) {
+    // Faults (PUT /__control/faults).
+    private var globalFaults: FaultState?
+    private var deviceFaults: [String: FaultState] = [:]
+    /// Connections that get nothing written any more, keepalives included (the blackhole fault).
+    private var blackholed: Set<UInt64> = []
+    /// Deliveries held for the reorder fault, per token.
+    private var reorderBuffers: [String: [DeviceState.Outgoing]] = [:]
+
+    init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil) {
         self.traceLimit = traceLimit
+        self.metrics = metrics
     }
 
     /// Relay-clock milliseconds (real time plus the control API's advance).
@@ -70,12 +84,13 @@ actor RelayHub {
         let out = device.connect(lastEventID: lastEventID, now: now(), trace: &entries)
         devices[token] = device
         record(entries)
-        for item in out { continuation.yield(.outgoing(item)) }
+        deliver(out, token: token)
         return (id, stream)
     }
 
     /// A stream ended. Only the current connection of a token marks it disconnected.
     func disconnect(token: String, connectionID: UInt64) {
+        blackholed.remove(connectionID)
         guard let current = connections[token], current.id == connectionID else { return }
         current.continuation.finish()
         connections[token] = nil
@@ -84,7 +99,7 @@ actor RelayHub {
 
     func keepalive(token: String, connectionID: UInt64) -> Bool {
         guard let current = connections[token], current.id == connectionID else { return false }
-        current.continuation.yield(.keepalive)
+        if !blackholed.contains(connectionID) { current.continuation.yield(.keepalive) }
         return true
     }
 
@@ -119,17 +134,138 @@ actor RelayHub {
     // MARK: Provider side
 
     func send(token: String, platformRequired: Platform?, message: RelayMessage) -> SendOutcome {
+        let t = now()
+        if let status = withFaults(token, { faults -> Int? in
+            guard let until = faults.outageUntil, t < until else { return nil }
+            return faults.spec.outage?.status ?? 503
+        }) {
+            countFault("outage")
+            return .outage(status)
+        }
         if let at = retired[token] { return .unregistered(at) }
         guard var device = devices[token] else { return .unknownToken }
         if let platformRequired, device.platform != platformRequired { return .wrongPlatform }
+        // Accepted and never delivered: a zombie token, or a dropped push.
+        if let reason = withFaults(token, { faults -> String? in
+            if faults.spec.zombie == true { return "zombie" }
+            return faults.random.chance(faults.spec.dropRate) ? "drop" : nil
+        }) {
+            countFault(reason)
+            record([TraceEntry(messageID: message.id, token: token, event: "accepted", at: t, detail: nil),
+                    TraceEntry(messageID: message.id, token: token, event: "dropped", at: t, detail: "fault: \(reason)")])
+            return .accepted
+        }
         var entries: [TraceEntry] = []
-        let out = device.accept(message, now: now(), trace: &entries)
+        let out = device.accept(message, now: t, trace: &entries)
         devices[token] = device
         record(entries)
-        if let connection = connections[token] {
-            for item in out { connection.continuation.yield(.outgoing(item)) }
-        }
+        deliver(out, token: token)
         return .accepted
+    }
+
+    // MARK: Delivery and faults
+
+    /// Runs `body` on the faults that apply to `token` (its own, else the global ones), keeping generator state.
+    private func withFaults<T>(_ token: String, _ body: (inout FaultState) -> T?) -> T? {
+        if deviceFaults[token] != nil { return body(&deviceFaults[token]!) }
+        if globalFaults != nil { return body(&globalFaults!) }
+        return nil
+    }
+
+    /// Writes relay output to the token's open stream, through the delivery faults (duplicate, delay, reorder).
+    private func deliver(_ items: [DeviceState.Outgoing], token: String) {
+        guard let connection = connections[token], !items.isEmpty else { return }
+        let plan = withFaults(token) { faults -> (duplicate: [Bool], delays: [Int], window: Int) in
+            let duplicate = items.map { _ in faults.random.chance(faults.spec.duplicateRate) }
+            let delays = items.map { _ in faults.spec.delayMs.map { Int.random(in: $0.min...$0.max, using: &faults.random) } ?? 0 }
+            return (duplicate, delays, faults.spec.reorderWindow ?? 0)
+        }
+        guard let plan else {
+            for item in items where !blackholed.contains(connection.id) { connection.continuation.yield(.outgoing(item)) }
+            return
+        }
+        for (index, item) in items.enumerated() {
+            let copies = plan.duplicate[index] ? 2 : 1
+            if copies == 2 { countFault("duplicate") }
+            for _ in 0..<copies {
+                if plan.delays[index] > 0 {
+                    countFault("delay")
+                    let delay = plan.delays[index], connectionID = connection.id
+                    Task {
+                        try? await Task.sleep(for: .milliseconds(delay))
+                        await self.deliverLater(item, token: token, connectionID: connectionID, window: plan.window)
+                    }
+                } else {
+                    hold(item, token: token, connectionID: connection.id, window: plan.window)
+                }
+            }
+        }
+    }
+
+    private func deliverLater(_ item: DeviceState.Outgoing, token: String, connectionID: UInt64, window: Int) {
+        hold(item, token: token, connectionID: connectionID, window: window)
+    }
+
+    /// Writes now, or (reorder fault) holds until `window` items wait or 50 ms pass, then writes them shuffled.
+    private func hold(_ item: DeviceState.Outgoing, token: String, connectionID: UInt64, window: Int) {
+        guard let connection = connections[token], connection.id == connectionID else { return }
+        guard window > 1 else {
+            if !blackholed.contains(connectionID) { connection.continuation.yield(.outgoing(item)) }
+            return
+        }
+        let first = reorderBuffers[token, default: []].isEmpty
+        reorderBuffers[token, default: []].append(item)
+        if reorderBuffers[token]!.count >= window {
+            flushReorder(token)
+        } else if first {
+            Task {
+                try? await Task.sleep(for: .milliseconds(50))
+                await self.flushReorder(token)
+            }
+        }
+    }
+
+    private func flushReorder(_ token: String) {
+        guard var held = reorderBuffers.removeValue(forKey: token), !held.isEmpty else { return }
+        if held.count > 1 {
+            countFault("reorder")
+            if deviceFaults[token] != nil { held.shuffle(using: &deviceFaults[token]!.random) }
+            else if globalFaults != nil { held.shuffle(using: &globalFaults!.random) }
+        }
+        guard let connection = connections[token], !blackholed.contains(connection.id) else { return }
+        for item in held { connection.continuation.yield(.outgoing(item)) }
+    }
+
+    /// Applies a `PUT /__control/faults` body: replaces the faults of its scope, and runs its one-shot actions.
+    func setFaults(_ spec: RelayWire.Faults) {
+        let t = now()
+        var standing = spec
+        standing.closeAll = nil
+        standing.blackhole = nil
+        let isEmpty = standing == RelayWire.Faults(token: spec.token)
+        if let token = spec.token {
+            deviceFaults[token] = isEmpty ? nil : FaultState(spec: standing, now: t)
+        } else {
+            globalFaults = isEmpty ? nil : FaultState(spec: standing, now: t)
+        }
+        if spec.blackhole == true {
+            for (token, connection) in connections where spec.token == nil || spec.token == token {
+                blackholed.insert(connection.id)
+                countFault("blackhole")
+            }
+        }
+        if spec.closeAll == true {
+            for (token, connection) in connections where spec.token == nil || spec.token == token {
+                connection.continuation.finish()
+                connections[token] = nil
+                devices[token]?.disconnect()
+                countFault("close")
+            }
+        }
+    }
+
+    private func countFault(_ kind: String) {
+        metrics?.registry.makeCounter(name: "relay_faults_total", labels: [("kind", kind)]).increment()
     }
 
     // MARK: Control
@@ -165,6 +301,10 @@ actor RelayHub {
     func reset() {
         for connection in connections.values { connection.continuation.finish() }
         connections = [:]
+        globalFaults = nil
+        deviceFaults = [:]
+        blackholed = []
+        reorderBuffers = [:]
         devices = [:]
         retired = [:]
         trace = []
@@ -181,6 +321,11 @@ actor RelayHub {
     }
 
     private func record(_ entries: [TraceEntry]) {
+        if let metrics {
+            for entry in entries {
+                metrics.registry.makeCounter(name: "relay_messages_total", labels: [("event", entry.event)]).increment()
+            }
+        }
         trace.append(contentsOf: entries)
         if trace.count > traceLimit { trace.removeFirst(trace.count - traceLimit) }
     }

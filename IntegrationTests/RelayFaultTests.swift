@@ -1,0 +1,225 @@
+import ClientSDK
+import Foundation
+import SurveyWire
+import Testing
+import Transport
+import TrioTesting
+
+extension Integration {
+/// Seeded relay faults (PROTOCOL.md §5 `PUT /__control/faults`), through real processes: what a raw device link sees,
+/// and what an app using the SDK sees.
+@Suite(.timeLimit(.minutes(2))) struct RelayFaultTests {
+    /// An Android device on a raw stream: its token, the stream, and a sender of numbered FCM pushes.
+    struct RawDevice {
+        let token: String
+        let items: EventItems
+        let trio: Trio
+
+        static func connect(_ trio: Trio) async throws -> RawDevice {
+            let token = try await trio.control.registerDevice(platform: "android")
+            let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+            #expect(stream.status == 200)
+            return RawDevice(token: token, items: stream.items, trio: trio)
+        }
+
+        func send(_ n: Int) async throws -> HTTPResponse {
+            let body = RelayWire.FCMSendRequest(message: .init(token: token, data: ["n": String(n)]))
+            return try await trio.http.send(.json(trio.relay.url + "/v1/projects/p/messages:send", body: body))
+        }
+
+        /// The `n` of every push that arrives within `window`, in arrival order, with arrival times.
+        func collect(for window: Duration) async -> [(n: Int, at: ContinuousClock.Instant)] {
+            let items = self.items
+            let task = Task { () -> [(n: Int, at: ContinuousClock.Instant)] in
+                var got: [(n: Int, at: ContinuousClock.Instant)] = []
+                do {
+                    for try await item in items {
+                        guard case .event(let e) = item, e.event == "push",
+                              let message = try? WireJSON.decode(RelayWire.Message.self, from: e.data),
+                              let n = message.payload["n"]?.stringValue.flatMap({ Int($0) }) else { continue }
+                        got.append((n, .now))
+                    }
+                } catch {}
+                return got
+            }
+            try? await Task.sleep(for: window)
+            task.cancel()
+            return await task.value
+        }
+    }
+
+    /// The pushes (of 40) a drop rate of 0.5 with this seed loses, on a fresh relay state.
+    func droppedUnderSeed(_ trio: Trio, seed: UInt64) async throws -> Set<Int> {
+        try await trio.control.reset()
+        let device = try await RawDevice.connect(trio)
+        try await trio.control.setFaults(.init(seed: seed, dropRate: 0.5))
+        for n in 0..<40 { #expect(try await device.send(n).status == 200) }
+        let got = Set(await device.collect(for: .milliseconds(500)).map(\.n))
+        let trace = try await trio.control.trace(token: device.token)
+        let traced = trace.filter { $0["event"]?.stringValue == "dropped" && $0["detail"]?.stringValue == "fault: drop" }.count
+        #expect(traced == 40 - got.count)
+        return Set(0..<40).subtracting(got)
+    }
+
+    @Test func dropIsSeededAndReproducible() async throws {
+        try await Trio.with { trio in
+            let first = try await droppedUnderSeed(trio, seed: 42)
+            let again = try await droppedUnderSeed(trio, seed: 42)
+            let other = try await droppedUnderSeed(trio, seed: 7)
+            #expect(first.count > 5 && first.count < 35)
+            #expect(first == again)
+            #expect(first != other)
+            let metrics = try await trio.http.send(HTTPRequest(url: trio.relay.url + "/metrics")).text
+            #expect(metrics.contains("relay_faults_total{kind=\"drop\"}"))
+            #expect(metrics.contains("relay_messages_total{event=\"delivered\"}"))
+        }
+    }
+
+    @Test func duplicateDelayAndReorder() async throws {
+        try await Trio.with { trio in
+            let device = try await RawDevice.connect(trio)
+            try await trio.control.setFaults(.init(seed: 1, duplicateRate: 1))
+            for n in 0..<3 { _ = try await device.send(n) }
+            #expect(await device.collect(for: .milliseconds(300)).map(\.n) == [0, 0, 1, 1, 2, 2])
+
+            let delayed = try await RawDevice.connect(trio)
+            try await trio.control.setFaults(.init(seed: 1, delayMs: .init(min: 250, max: 300)))
+            let sent = ContinuousClock.now
+            _ = try await delayed.send(9)
+            let arrivals = await delayed.collect(for: .milliseconds(600))
+            #expect(arrivals.map(\.n) == [9])
+            #expect(try #require(arrivals.first).at - sent >= .milliseconds(250))
+
+            let shuffled = try await RawDevice.connect(trio)
+            try await trio.control.setFaults(.init(seed: 3, reorderWindow: 8))
+            for n in 0..<8 { _ = try await shuffled.send(n) }
+            let order = await shuffled.collect(for: .milliseconds(400)).map(\.n)
+            #expect(order.sorted() == Array(0..<8))
+            #expect(order != Array(0..<8))
+        }
+    }
+
+    @Test func outageAnswersBothProviderAPIsThenRecovers() async throws {
+        try await Trio.with { trio in
+            let android = try await trio.control.registerDevice(platform: "android")
+            let ios = try await trio.control.registerDevice(platform: "ios")
+            func fcm() async throws -> HTTPResponse {
+                try await trio.http.send(.json(trio.relay.url + "/v1/projects/p/messages:send",
+                                               body: RelayWire.FCMSendRequest(message: .init(token: android, data: ["k": "v"]))))
+            }
+            try await trio.control.setFaults(.init(outage: .init(status: 503, seconds: 0.6)))
+            let down = try await fcm()
+            #expect(down.status == 503)
+            #expect((try? down.decode(RelayWire.FCMError.self))?.error.details.first?.errorCode == "UNAVAILABLE")
+            let apns = try await trio.control.sendAPNs(token: ios, payload: ["aps": ["alert": "x"]])
+            #expect(apns.status == 503)
+            #expect((try? apns.decode(RelayWire.APNsError.self))?.reason == "ServiceUnavailable")
+            try await Task.sleep(for: .milliseconds(700))
+            #expect(try await fcm().status == 200)
+
+            try await trio.control.setFaults(.init(outage: .init(status: 429, seconds: 5)))
+            let limited = try await fcm()
+            #expect(limited.status == 429)
+            #expect((try? limited.decode(RelayWire.FCMError.self))?.error.details.first?.errorCode == "QUOTA_EXCEEDED")
+            #expect((try? await trio.control.sendAPNs(token: ios, payload: ["aps": [:]]).decode(RelayWire.APNsError.self))?.reason == "TooManyRequests")
+            try await trio.control.setFaults(.init())
+            #expect(try await fcm().status == 200)
+        }
+    }
+
+    @Test func zombieTokenAcceptsAndNeverDeliversOnlyForItsDevice() async throws {
+        try await Trio.with { trio in
+            let zombie = try await RawDevice.connect(trio)
+            let healthy = try await RawDevice.connect(trio)
+            try await trio.control.setFaults(.init(token: zombie.token, zombie: true))
+            #expect(try await zombie.send(1).status == 200)
+            #expect(try await healthy.send(2).status == 200)
+            #expect(await zombie.collect(for: .milliseconds(300)).isEmpty)
+            #expect(await healthy.collect(for: .milliseconds(300)).map(\.n) == [2])
+            #expect(try await trio.control.device(zombie.token).pending.isEmpty)
+            let trace = try await trio.control.trace(token: zombie.token)
+            #expect(trace.contains { $0["detail"]?.stringValue == "fault: zombie" })
+        }
+    }
+
+    @Test func badFaultBodiesAreRejected() async throws {
+        try await Trio.with { trio async throws in
+            func put(_ json: String) async throws -> (Int, String?) {
+                let response = try await trio.http.send(HTTPRequest(method: "PUT", url: trio.relay.url + "/__control/faults",
+                                                                    headers: [("Content-Type", "application/json")], body: Array(json.utf8)))
+                return (response.status, errorCode(response))
+            }
+            #expect(try await put("{\"drop_rate\": 2}") == (400, "invalid_field"))
+            #expect(try await put("{\"delay_ms\": {\"min\": 5, \"max\": 1}}") == (400, "invalid_field"))
+            #expect(try await put("{\"outage\": {\"status\": 200, \"seconds\": 1}}") == (400, "invalid_field"))
+            #expect(try await put("{\"trigger\": true}") == (400, "unknown_field"))
+            #expect(try await put("[1]") == (400, "invalid_json"))
+            #expect(try await put("{\"token\": \"nope\", \"zombie\": true}") == (404, "unknown_token"))
+            #expect(try await put("{}") == (204, nil))
+        }
+    }
+
+    /// A connection that goes silent without a FIN (blackhole) is noticed by the SDK's dead-stream timer (2.5 keepalive
+    /// periods), replaced, and the survey pushed meanwhile surfaces exactly once.
+    @Test func sdkDetectsABlackholedStreamAndGetsThePushOnce() async throws {
+        try await Trio.with(.init(keepaliveSeconds: 0.2)) { trio in
+            let setup = try await StudySetup.make(trio)
+            var configuration = clientConfiguration(trio, setup.credentials, storage: temporaryDirectory())
+            configuration.relayKeepalive = .milliseconds(200)
+            let client = try SurveyClient(configuration: configuration)
+            let recorder = EventRecorder(client)
+            try await client.start()
+            let token = try #require(await client.pushToken)
+            #expect(try await eventually { try await trio.control.device(token).connected })
+            try await trio.control.setFaults(.init(token: token, blackhole: true))
+            // Pushed into the black hole: written nowhere, kept unacked, sent again on the next stream.
+            let fired = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 120)
+            #expect(fired.fired.map(\.status) == ["sent"])
+            let (reason, _) = try await recorder.wait { if case .streamReconnecting(let r) = $0 { r } else { nil } }
+            #expect(reason == "dead")
+            let (survey, _) = try await recorder.survey()
+            #expect(survey.surveyID == setup.surveyID)
+            try await Task.sleep(for: .milliseconds(300))
+            let surfaced = await recorder.events.filter { if case .surveyAvailable = $0 { true } else { false } }
+            #expect(surfaced.count == 1)
+            #expect(try await trio.control.device(token).pending.isEmpty)
+            await client.close()
+        }
+    }
+
+    /// Every stream closed at once while pushes are duplicated and reordered: each device reconnects (jittered) and
+    /// its app sees the survey exactly once.
+    @Test func reconnectStormWithDuplicatesSurfacesEachSurveyOnce() async throws {
+        try await Trio.with { trio in
+            let study = try await trio.admin.createStudy(.init(name: "storm", timezone: "America/Chicago", scheduling: "server",
+                                                               clock: .init(frozenAt: mondayBeforeNineChicago)))
+            let surveyID = try await trio.admin.createSurvey(study: study.studyID, moodSurvey)
+            let people = try await trio.admin.createParticipants(study: study.studyID, .init(count: 4))
+            var clients: [(SurveyClient, EventRecorder)] = []
+            for who in people {
+                let client = try SurveyClient(configuration: clientConfiguration(trio, who, storage: temporaryDirectory()))
+                let recorder = EventRecorder(client)
+                try await client.start()
+                clients.append((client, recorder))
+            }
+            for (client, _) in clients {
+                let token = try #require(await client.pushToken)
+                #expect(try await eventually { try await trio.control.device(token).connected })
+            }
+            try await trio.control.setFaults(.init(seed: 11, duplicateRate: 1, reorderWindow: 3))
+            try await trio.control.setFaults(.init(closeAll: true))
+            let fired = try await trio.admin.advanceClock(study: study.studyID, seconds: 120)
+            #expect(fired.fired.count == people.count)
+            for (client, recorder) in clients {
+                let (survey, _) = try await recorder.survey()
+                #expect(survey.surveyID == surveyID)
+                try await Task.sleep(for: .milliseconds(200))
+                let surfaced = await recorder.events.filter { if case .surveyAvailable = $0 { true } else { false } }
+                #expect(surfaced.count == 1)
+                #expect(await client.pendingSurveys().count == 1)
+                await client.close()
+            }
+        }
+    }
+}
+}

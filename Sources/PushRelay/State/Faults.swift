@@ -1,0 +1,54 @@
+import SurveyWire
+
+/// SplitMix64: a small, fast generator whose whole sequence follows from its seed, so a fault run can be replayed.
+struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double?) -> Bool {
+        guard let p, p > 0 else { return false }
+        return Double.random(in: 0..<1, using: &self) < p
+    }
+}
+
+/// One scope's standing faults (global, or one device) and its generator.
+struct FaultState: Sendable {
+    var spec: RelayWire.Faults
+    var random: SeededRandom
+    /// Relay-clock ms until which the provider APIs answer the outage status.
+    var outageUntil: Int64?
+
+    init(spec: RelayWire.Faults, now: Int64) {
+        self.spec = spec
+        random = SeededRandom(seed: spec.seed ?? 0)
+        outageUntil = spec.outage.map { now + Int64($0.seconds * 1000) }
+    }
+
+    /// Checks a PUT body; returns the message of the first problem.
+    static func validate(_ spec: RelayWire.Faults) -> (field: String, message: String)? {
+        for (field, rate) in [("drop_rate", spec.dropRate), ("duplicate_rate", spec.duplicateRate)] {
+            if let rate, !(0...1).contains(rate) { return (field, "\(field) must be between 0 and 1") }
+        }
+        if let delay = spec.delayMs, delay.min < 0 || delay.max < delay.min || delay.max > 60_000 {
+            return ("delay_ms", "delay_ms needs 0 <= min <= max <= 60000")
+        }
+        if let window = spec.reorderWindow, !(0...1000).contains(window) {
+            return ("reorder_window", "reorder_window must be 0-1000")
+        }
+        if let outage = spec.outage {
+            if let status = outage.status, !(400...599).contains(status) { return ("outage", "outage.status must be 400-599") }
+            if !(outage.seconds > 0 && outage.seconds <= 86_400) { return ("outage", "outage.seconds must be in (0, 86400]") }
+        }
+        return nil
+    }
+}
