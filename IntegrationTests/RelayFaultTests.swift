@@ -5,8 +5,17 @@ import Testing
 import Transport
 import TrioTesting
 
+extension Sequence where Element: Sendable {
+    /// Maps in order, awaiting each element before the next.
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}
+
 extension Integration {
-/// Seeded relay faults (PROTOCOL.md §5 `PUT /__control/faults`), through real processes: what a raw device link sees,
+/// Seeded relay faults (PROTOCOL.md §5 `PUT /__control/faults`) and provider limits, through real processes: what a raw device link sees,
 /// and what an app using the SDK sees.
 @Suite(.timeLimit(.minutes(2))) struct RelayFaultTests {
     /// An Android device on a raw stream: its token, the stream, and a sender of numbered FCM pushes.
@@ -219,6 +228,81 @@ extension Integration {
                 #expect(await client.pendingSurveys().count == 1)
                 await client.close()
             }
+        }
+    }
+
+    @Test func perDeviceRateLimitAnswers429OnBothAPIs() async throws {
+        try await Trio.with(.init(relayArguments: ["--device-rate", "2"])) { trio in
+            let android = try await RawDevice.connect(trio)
+            let other = try await RawDevice.connect(trio)
+            let statuses = try await (0..<4).asyncMap { n in try await android.send(n).status }
+            #expect(statuses == [200, 200, 429, 429])
+            let limited = try await android.send(5)
+            #expect((try? limited.decode(RelayWire.FCMError.self))?.error.details.first?.errorCode == "QUOTA_EXCEEDED")
+            #expect(try await other.send(1).status == 200)
+            let ios = try await trio.control.registerDevice(platform: "ios")
+            let apns = try await (0..<3).asyncMap { _ in try await trio.control.sendAPNs(token: ios, payload: ["aps": ["alert": "x"]]) }
+            #expect(apns.map(\.status) == [200, 200, 429])
+            #expect((try? apns[2].decode(RelayWire.APNsError.self))?.reason == "TooManyRequests")
+            // The bucket refills at the rate.
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(try await android.send(6).status == 200)
+        }
+    }
+
+    @Test func voipPayloadsMayBeLargerAndLateUnregisteredReports() async throws {
+        try await Trio.with(.init(relayArguments: ["--unregistered-lag", "0.5"])) { trio in
+            let ios = try await trio.control.registerDevice(platform: "ios")
+            let big: JSONValue = ["aps": [:], "blob": .string(String(repeating: "x", count: 4500))]
+            #expect(try await trio.control.sendAPNs(token: ios, payload: big, headers: [("apns-push-type", "alert")]).status == 413)
+            #expect(try await trio.control.sendAPNs(token: ios, payload: big, headers: [("apns-push-type", "voip")]).status == 200)
+            // Uninstalled: accepted (and dropped) for the lag, then 410 with the uninstall time.
+            let deleted = try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(ios)"))
+            #expect(deleted.status == 204)
+            #expect(try await trio.control.sendAPNs(token: ios, payload: ["aps": ["alert": "x"]]).status == 200)
+            try await Task.sleep(for: .milliseconds(600))
+            let gone = try await trio.control.sendAPNs(token: ios, payload: ["aps": ["alert": "x"]])
+            #expect(gone.status == 410)
+            #expect((try? gone.decode(RelayWire.APNsError.self))?.timestamp != nil)
+            let trace = try await trio.control.trace(token: ios)
+            #expect(trace.contains { $0["detail"]?.stringValue == "token unregistered (not reported yet)" })
+        }
+    }
+
+    @Test func backlogIsRedeliveredInAckGatedBatches() async throws {
+        try await Trio.with(.init(relayArguments: ["--ack-batch", "3"])) { trio in
+            let token = try await trio.control.registerDevice(platform: "android")
+            for n in 0..<7 {
+                let body = RelayWire.FCMSendRequest(message: .init(token: token, data: ["n": String(n)]))
+                #expect(try await trio.http.send(.json(trio.relay.url + "/v1/projects/p/messages:send", body: body)).status == 200)
+            }
+            let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+            var received: [Int] = []
+            var iterator = stream.items.makeAsyncIterator()
+            func next() async throws -> (String, Int) {
+                while let item = try await iterator.next() {
+                    if case .event(let e) = item, e.event == "push",
+                       let m = try? WireJSON.decode(RelayWire.Message.self, from: e.data), let n = m.payload["n"]?.stringValue.flatMap({ Int($0) }) {
+                        return (m.id, n)
+                    }
+                }
+                throw CancellationError()
+            }
+            var ids: [String] = []
+            for _ in 0..<3 {
+                let (id, n) = try await next()
+                ids.append(id)
+                received.append(n)
+            }
+            #expect(received == [0, 1, 2])
+            // Nothing more until an ack frees slots.
+            #expect(try await trio.control.device(token).pending.count == 7)
+            let trace = try await trio.control.trace(token: token)
+            #expect(trace.filter { $0["event"]?.stringValue == "delivered" }.count == 3)
+            let ack = try HTTPRequest.json(trio.relay.url + "/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: ids))
+            #expect(try await trio.http.send(ack).status == 204)
+            for _ in 0..<3 { received.append(try await next().1) }
+            #expect(received == [0, 1, 2, 3, 4, 5])
         }
     }
 }

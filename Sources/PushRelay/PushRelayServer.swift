@@ -11,12 +11,28 @@ public struct RelayConfiguration: Sendable {
     public var maxAPNsPayloadBytes: Int
     /// Largest request body read at all.
     public var maxProviderBodyBytes: Int
+    /// Pushes per second one device may receive (a token bucket holding one second's worth); more answer 429
+    /// (APNs `TooManyRequests`, FCM `QUOTA_EXCEEDED`). nil = no limit.
+    public var deviceRate: Double?
+    /// How long a rotated or uninstalled token keeps being accepted (200, never delivered) before sends answer 410:
+    /// APNs learns of an uninstall late.
+    public var unregisteredLag: Duration
+    /// Messages a device has in flight (delivered, not acked) while a backlog drains: on (re)connect the backlog goes
+    /// out oldest first in batches of this size, the next after acks (autopush's model).
+    public var ackBatch: Int
 
-    public init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20) {
+    public init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
+                deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10) {
         self.keepaliveInterval = keepaliveInterval
         self.maxAPNsPayloadBytes = maxAPNsPayloadBytes
         self.maxProviderBodyBytes = maxProviderBodyBytes
+        self.deviceRate = deviceRate
+        self.unregisteredLag = unregisteredLag
+        self.ackBatch = max(1, ackBatch)
     }
+
+    /// APNs' limit for `apns-push-type: voip`.
+    public static let maxVoIPPayloadBytes = 5120
 }
 
 /// The simulated push relay: APNs/FCM provider APIs, the device link and the control API.
@@ -29,7 +45,7 @@ public struct PushRelayServer: Sendable {
         self.configuration = configuration
         let metrics = ServerMetrics()
         self.metrics = metrics
-        hub = RelayHub(metrics: metrics)
+        hub = RelayHub(metrics: metrics, configuration: configuration)
     }
 
     /// The router with every route of the relay.

@@ -83,3 +83,8 @@ public enum WireTime {
         return (date.year, date.month, date.day, rem / 3600, (rem % 3600) / 60, rem % 60)
     }
 }
+
+extension Duration {
+    /// Seconds as a floating-point number.
+    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

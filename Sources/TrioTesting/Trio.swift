@@ -18,13 +18,17 @@ public final class Trio: Sendable {
         public var keepaliveSeconds: Double
         /// Extra mock-server arguments.
         public var serverArguments: [String]
+        /// Extra push-relay arguments.
+        public var relayArguments: [String]
         /// Directory for the children's stderr logs (a temporary one when nil).
         public var logDirectory: URL?
 
-        public init(database: String = ":memory:", keepaliveSeconds: Double = 25, serverArguments: [String] = [], logDirectory: URL? = nil) {
+        public init(database: String = ":memory:", keepaliveSeconds: Double = 25, serverArguments: [String] = [], relayArguments: [String] = [],
+                    logDirectory: URL? = nil) {
             self.database = database
             self.keepaliveSeconds = keepaliveSeconds
             self.serverArguments = serverArguments
+            self.relayArguments = relayArguments
             self.logDirectory = logDirectory
         }
     }
@@ -51,7 +55,7 @@ public final class Trio: Sendable {
         let parent = String(getpid())
         let relay = try await ServerProcess.launch(
             executable: Executables.url("push-relay"),
-            arguments: ["--port", "0", "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent],
+            arguments: ["--port", "0", "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent] + options.relayArguments,
             logFile: logs.appendingPathComponent("push-relay.log"))
         let server: ServerProcess
         do {

@@ -13,12 +13,19 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "Address to bind.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 = any free port).") var port = 0
     @Option(help: "Seconds between keepalive comments on idle device streams.") var keepalive = 25.0
+    @Option(help: "Pushes per second one device may receive; more answer 429 (TooManyRequests / QUOTA_EXCEEDED).") var deviceRate: Double?
+    @Option(help: "Seconds a rotated or deleted token keeps answering 200 (and dropping) before 410, as APNs reports uninstalls late.")
+    var unregisteredLag = 0.0
+    @Option(help: "Unacked messages in flight per device while a backlog drains after a (re)connect.") var ackBatch = 10
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard keepalive > 0, keepalive <= 25 else { throw ValidationError("--keepalive must be > 0 and <= 25 seconds") }
+        if let deviceRate { guard deviceRate > 0 else { throw ValidationError("--device-rate must be positive") } }
+        guard unregisteredLag >= 0, unregisteredLag <= 86_400 else { throw ValidationError("--unregistered-lag must be 0-86400 seconds") }
+        guard (1...1000).contains(ackBatch) else { throw ValidationError("--ack-batch must be 1-1000") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
     }
 
@@ -26,7 +33,9 @@ struct PushRelayCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "push-relay")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let relay = PushRelayServer(configuration: RelayConfiguration(keepaliveInterval: .milliseconds(Int(keepalive * 1000))))
+        let relay = PushRelayServer(configuration: RelayConfiguration(
+            keepaliveInterval: .milliseconds(Int(keepalive * 1000)), deviceRate: deviceRate,
+            unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch))
         try await relay.run(options: LaunchOptions(serviceName: "push-relay", host: host, port: port, parentPID: parentPid), logger: logger)
     }
 }

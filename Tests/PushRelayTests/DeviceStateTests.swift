@@ -25,7 +25,7 @@ import SurveyWire
         #expect(trace.contains { $0.messageID == "m1" && $0.event == "dropped" })
         // The unacked delivered one comes again, oldest first, then only the newest stored one.
         #expect(pushedIDs(device.connect(lastEventID: nil, now: 1003, trace: &trace)) == ["m0", "m2"])
-        #expect(device.ack(["m0", "m2"], now: 1004, trace: &trace) == 2)
+        #expect(device.ack(["m0", "m2"], now: 1004, trace: &trace).count == 2)
         #expect(pushedIDs(device.connect(lastEventID: nil, now: 1005, trace: &trace)).isEmpty)
     }
 
@@ -47,6 +47,27 @@ import SurveyWire
         _ = device.accept(message("over"), now: 6, trace: &trace)
         #expect(device.view(now: 7).pending.isEmpty)
         #expect(device.connect(lastEventID: nil, now: 8, trace: &trace) == [.deletedMessages])
+    }
+
+    @Test func backlogDrainsInAckGatedBatchesOldestFirst() {
+        var device = DeviceState(token: "t", platform: .android, appID: "a", ackBatch: 3)
+        var trace: [TraceEntry] = []
+        for i in 0..<7 { _ = device.accept(message("m\(i)"), now: 1, trace: &trace) }
+        #expect(pushedIDs(device.connect(lastEventID: nil, now: 2, trace: &trace)) == ["m0", "m1", "m2"])
+        // A live message waits behind the backlog.
+        #expect(pushedIDs(device.accept(message("live"), now: 3, trace: &trace)).isEmpty)
+        #expect(pushedIDs(device.ack(["m0"], now: 4, trace: &trace).next) == ["m3"])
+        #expect(pushedIDs(device.ack(["m1", "m2", "m3"], now: 5, trace: &trace).next) == ["m4", "m5", "m6"])
+        #expect(pushedIDs(device.ack(["m4", "m5", "m6"], now: 6, trace: &trace).next) == ["live"])
+        // Backlog drained: live messages go at once, acked or not.
+        #expect(pushedIDs(device.accept(message("a"), now: 7, trace: &trace)) == ["a"])
+        #expect(pushedIDs(device.accept(message("b"), now: 7, trace: &trace)) == ["b"])
+        #expect(pushedIDs(device.accept(message("c"), now: 7, trace: &trace)) == ["c"])
+        #expect(pushedIDs(device.accept(message("d"), now: 7, trace: &trace)) == ["d"])
+        // A reconnect sends the unacked again, in batches; the first delivery counts once.
+        device.disconnect()
+        #expect(pushedIDs(device.connect(lastEventID: nil, now: 8, trace: &trace)) == ["live", "a", "b"])
+        #expect(device.view(now: 9).delivered == 12)
     }
 
     @Test func expiredMessagesAreNeverDelivered() {

@@ -67,7 +67,8 @@ struct ProviderRoutes {
             throw apnsError(.contentTooLarge, "PayloadTooLarge", apnsID: apnsID)
         }
         guard !body.isEmpty else { throw apnsError(.badRequest, "PayloadEmpty", apnsID: apnsID) }
-        guard body.count <= configuration.maxAPNsPayloadBytes else { throw apnsError(.contentTooLarge, "PayloadTooLarge", apnsID: apnsID) }
+        let limit = pushType == "voip" ? RelayConfiguration.maxVoIPPayloadBytes : configuration.maxAPNsPayloadBytes
+        guard body.count <= limit else { throw apnsError(.contentTooLarge, "PayloadTooLarge", apnsID: apnsID) }
         guard let payload = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), payload.objectValue != nil else {
             // APNs has no documented reason for malformed JSON; this relay answers BadPayload.
             throw apnsError(.badRequest, "BadPayload", apnsID: apnsID)
@@ -83,6 +84,8 @@ struct ProviderRoutes {
             throw apnsError(.badRequest, "BadDeviceToken", apnsID: apnsID)
         case .unregistered(let at):
             throw apnsError(.gone, "Unregistered", apnsID: apnsID, timestamp: at)
+        case .rateLimited:
+            throw apnsError(.tooManyRequests, "TooManyRequests", apnsID: apnsID)
         case .outage(let status):
             let reason = switch status {
             case 429: "TooManyRequests"
@@ -153,6 +156,8 @@ struct ProviderRoutes {
             throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token")
         case .unregistered:
             throw fcmError(.notFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
+        case .rateLimited:
+            throw fcmError(.tooManyRequests, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "Quota exceeded for sending messages to this device.")
         case .outage(let status):
             let (name, code) = switch status {
             case 429: ("RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED")

@@ -21,11 +21,14 @@ struct DeviceState: Sendable {
     private(set) var deletedMessagesOwed = false
     var connected = false
     var reachable = true
+    /// Messages in flight (written, not acked) while a backlog drains.
+    let ackBatch: Int
 
-    init(token: String, platform: Platform, appID: String) {
+    init(token: String, platform: Platform, appID: String, ackBatch: Int = 10) {
         self.token = token
         self.platform = platform
         self.appID = appID
+        self.ackBatch = max(1, ackBatch)
     }
 
     /// What the stream should carry.
@@ -34,16 +37,19 @@ struct DeviceState: Sendable {
         case deletedMessages
     }
 
-    /// Accepts a message. Connected: deliver it now. Otherwise store it by the platform's rules.
+    /// Accepts a message. Connected with no backlog: deliver it now. Otherwise store it by the platform's rules
+    /// (behind a backlog that is still draining, it waits its turn).
     mutating func accept(_ message: RelayMessage, now: Int64, trace: inout [TraceEntry]) -> [Outgoing] {
         var message = message
         trace.append(TraceEntry(messageID: message.id, token: token, event: "accepted", at: now, detail: nil))
         if connected {
-            message.phase = .delivered
+            let backlog = messages.contains { $0.phase == .stored }
+            message.phase = .stored
             messages.append(message)
-            deliveredCount += 1
-            trace.append(TraceEntry(messageID: message.id, token: token, event: "delivered", at: now, detail: nil))
-            return [.push(message.wire)]
+            guard backlog else { return [deliver(messages.count - 1, now: now, detail: nil, trace: &trace)] }
+            // Connected, but a backlog is draining: wait behind it (the offline store rules do not apply).
+            trace.append(TraceEntry(messageID: message.id, token: token, event: "stored", at: now, detail: "behind the backlog"))
+            return pump(now: now, trace: &trace)
         }
         if message.expiresAt == message.sentAt {
             // apns-expiration 0: now or never.
@@ -77,11 +83,33 @@ struct DeviceState: Sendable {
         message.phase = .stored
         messages.append(message)
         trace.append(TraceEntry(messageID: message.id, token: token, event: "stored", at: now, detail: nil))
-        return []
+        return pump(now: now, trace: &trace)
     }
 
-    /// A stream connected: everything unacked and unexpired goes out again, oldest first, except messages
-    /// up to and including `lastEventID` (the client already has them and will ack them).
+    /// Writes message `index` to the stream.
+    private mutating func deliver(_ index: Int, now: Int64, detail: String?, trace: inout [TraceEntry]) -> Outgoing {
+        if messages[index].deliveries == 0 { deliveredCount += 1 }
+        messages[index].deliveries += 1
+        messages[index].phase = .delivered
+        trace.append(TraceEntry(messageID: messages[index].id, token: token, event: "delivered", at: now, detail: detail))
+        return .push(messages[index].wire)
+    }
+
+    /// While connected, sends stored messages oldest first until `ackBatch` are in flight.
+    private mutating func pump(now: Int64, trace: inout [TraceEntry]) -> [Outgoing] {
+        guard connected else { return [] }
+        var inFlight = messages.filter { $0.phase == .delivered }.count
+        var out: [Outgoing] = []
+        for index in messages.indices where inFlight < ackBatch && messages[index].phase == .stored {
+            out.append(deliver(index, now: now, detail: messages[index].deliveries == 0 ? nil : "again", trace: &trace))
+            inFlight += 1
+        }
+        return out
+    }
+
+    /// A stream connected: everything unacked and unexpired goes out again, oldest first, in ack-gated batches of
+    /// `ackBatch` — except messages up to and including `lastEventID` (the client has them and will ack them; they
+    /// count as in flight).
     mutating func connect(lastEventID: String?, now: Int64, trace: inout [TraceEntry]) -> [Outgoing] {
         connected = true
         expire(now: now, trace: &trace)
@@ -92,20 +120,16 @@ struct DeviceState: Sendable {
             out.append(.deletedMessages)
             deletedMessagesOwed = false
         }
-        for index in messages.indices where index > skipThrough {
-            if messages[index].phase == .stored { deliveredCount += 1 }
-            messages[index].phase = .delivered
-            trace.append(TraceEntry(messageID: messages[index].id, token: token, event: "delivered", at: now,
-                                    detail: "on connect"))
-            out.append(.push(messages[index].wire))
+        for index in messages.indices {
+            messages[index].phase = index <= skipThrough ? .delivered : .stored
         }
-        return out
+        return out + pump(now: now, trace: &trace)
     }
 
     mutating func disconnect() { connected = false }
 
-    /// Acks messages; they are never sent again. Returns how many were pending.
-    mutating func ack(_ ids: [String], now: Int64, trace: inout [TraceEntry]) -> Int {
+    /// Acks messages; they are never sent again. Returns how many were pending, and what the freed slots send next.
+    mutating func ack(_ ids: [String], now: Int64, trace: inout [TraceEntry]) -> (count: Int, next: [Outgoing]) {
         let set = Set(ids)
         var count = 0
         messages.removeAll { message in
@@ -115,7 +139,7 @@ struct DeviceState: Sendable {
             return true
         }
         ackedCount += count
-        return count
+        return (count, pump(now: now, trace: &trace))
     }
 
     /// Drops expired messages.

@@ -21,6 +21,8 @@ actor RelayHub {
         case unregistered(Int64)
         /// A fault outage: the provider API answers this status.
         case outage(Int)
+        /// Over `--device-rate`.
+        case rateLimited
     }
 
     enum ConnectError: Error, Sendable {
@@ -51,9 +53,31 @@ actor RelayHub {
     /// Deliveries held for the reorder fault, per token.
     private var reorderBuffers: [String: [DeviceState.Outgoing]] = [:]
 
-    init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil) {
+    private let configuration: RelayConfiguration
+    /// `--device-rate` token buckets: tokens left and when they were counted.
+    private var buckets: [String: (tokens: Double, at: ContinuousClock.Instant)] = [:]
+
+    init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil, configuration: RelayConfiguration = RelayConfiguration()) {
         self.traceLimit = traceLimit
         self.metrics = metrics
+        self.configuration = configuration
+    }
+
+    /// Takes one token from the device's bucket; false when it is empty.
+    private func takeToken(_ token: String) -> Bool {
+        guard let rate = configuration.deviceRate else { return true }
+        let capacity = max(1, rate)
+        let clock = ContinuousClock.now
+        var bucket = buckets[token] ?? (capacity, clock)
+        bucket.tokens = min(capacity, bucket.tokens + (clock - bucket.at).seconds * rate)
+        bucket.at = clock
+        guard bucket.tokens >= 1 else {
+            buckets[token] = bucket
+            return false
+        }
+        bucket.tokens -= 1
+        buckets[token] = bucket
+        return true
     }
 
     /// Relay-clock milliseconds (real time plus the control API's advance).
@@ -66,7 +90,7 @@ actor RelayHub {
     func register(platform: Platform, appID: String) -> String {
         var token: String
         repeat { token = TokenFactory.make(platform) } while devices[token] != nil || retired[token] != nil
-        devices[token] = DeviceState(token: token, platform: platform, appID: appID)
+        devices[token] = DeviceState(token: token, platform: platform, appID: appID, ackBatch: configuration.ackBatch)
         return token
     }
 
@@ -107,8 +131,9 @@ actor RelayHub {
     func ack(token: String, ids: [String]) -> Bool {
         guard devices[token] != nil else { return false }
         var entries: [TraceEntry] = []
-        _ = devices[token]!.ack(ids, now: now(), trace: &entries)
+        let next = devices[token]!.ack(ids, now: now(), trace: &entries).next
         record(entries)
+        deliver(next, token: token)
         return true
     }
 
@@ -142,9 +167,18 @@ actor RelayHub {
             countFault("outage")
             return .outage(status)
         }
-        if let at = retired[token] { return .unregistered(at) }
+        if let at = retired[token] {
+            // APNs reports an uninstall late: within the lag the send is accepted and goes nowhere.
+            if t - at < Int64(configuration.unregisteredLag.seconds * 1000) {
+                record([TraceEntry(messageID: message.id, token: token, event: "accepted", at: t, detail: nil),
+                        TraceEntry(messageID: message.id, token: token, event: "dropped", at: t, detail: "token unregistered (not reported yet)")])
+                return .accepted
+            }
+            return .unregistered(at)
+        }
         guard var device = devices[token] else { return .unknownToken }
         if let platformRequired, device.platform != platformRequired { return .wrongPlatform }
+        guard takeToken(token) else { return .rateLimited }
         // Accepted and never delivered: a zombie token, or a dropped push.
         if let reason = withFaults(token, { faults -> String? in
             if faults.spec.zombie == true { return "zombie" }

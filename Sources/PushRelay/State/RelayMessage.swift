@@ -19,6 +19,8 @@ struct RelayMessage: Sendable {
     /// Relay-clock milliseconds after which it is never delivered; nil = never expires.
     var expiresAt: Int64?
     var phase: Phase
+    /// Times written to a stream (first delivery counts in `delivered`; later ones are redeliveries).
+    var deliveries = 0
 
     var wire: RelayWire.Message {
         RelayWire.Message(id: id, payload: payload, priority: priority, collapseID: collapseID, pushType: pushType, sentAt: sentAt)

@@ -129,7 +129,3 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-extension Duration {
-    /// Seconds as a floating-point number.
-    public var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
