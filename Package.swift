@@ -94,6 +94,7 @@ let package = Package(
             name: "PushRelay",
             dependencies: [
                 "SurveyWire", "ServerSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -305,5 +305,50 @@ extension Integration {
             #expect(received == [0, 1, 2, 3, 4, 5])
         }
     }
+
+    /// `--store`: devices, pending pushes and retired tokens survive a kill -9 of the relay.
+    @Test func storedRelayLosesNothingWhenKilled() async throws {
+        let directory = temporaryDirectory("relay-store")
+        let path = directory.appendingPathComponent("relay.sqlite").path
+        func launch() async throws -> ServerProcess {
+            try await ServerProcess.launch(executable: Executables.url("push-relay"),
+                                           arguments: ["--port", "0", "--store", path, "--parent-pid", String(getpid())],
+                                           logFile: directory.appendingPathComponent("relay.log"))
+        }
+        let http = HTTPClient()
+        defer { http.shutdown() }
+        let first = try await launch()
+        let control = RelayControlClient(baseURL: first.url, http: http)
+        let offline = try await control.registerDevice(platform: "android")
+        let rotated = try await control.registerDevice(platform: "android")
+        for n in 0..<3 {
+            let body = RelayWire.FCMSendRequest(message: .init(token: offline, data: ["n": String(n)]))
+            #expect(try await http.send(.json(first.url + "/v1/projects/p/messages:send", body: body)).status == 200)
+        }
+        let fresh = try await http.send(HTTPRequest(method: "POST", url: first.url + "/v1/devices/\(rotated)/rotate")).decode(RelayWire.TokenResponse.self).token
+        kill(first.pid, SIGKILL)
+        _ = await first.stop(grace: .seconds(1))
+
+        let second = try await launch()
+        let again = RelayControlClient(baseURL: second.url, http: http)
+        let view = try await again.device(offline)
+        #expect(view.pending.map { $0.payload["n"]?.stringValue } == ["0", "1", "2"])
+        #expect(view.connected == false)
+        #expect(try await again.device(fresh).platform == "android")
+        let old = try await http.send(.json(second.url + "/v1/projects/p/messages:send",
+                                            body: RelayWire.FCMSendRequest(message: .init(token: rotated, data: ["k": "v"]))))
+        #expect(old.status == 404)
+        // The device connects to the new process and gets its pushes, oldest first.
+        let stream = try await http.eventStream(HTTPRequest(url: second.url + "/v1/devices/\(offline)/stream"))
+        var got: [String] = []
+        for try await item in stream.items {
+            if case .event(let e) = item, e.event == "push", let m = try? WireJSON.decode(RelayWire.Message.self, from: e.data) {
+                got.append(m.payload["n"]?.stringValue ?? "")
+                if got.count == 3 { break }
+            }
+        }
+        #expect(got == ["0", "1", "2"])
+        _ = await second.stop()
+    }
 }
 }

@@ -41,11 +41,13 @@ public struct PushRelayServer: Sendable {
     let configuration: RelayConfiguration
     let metrics: ServerMetrics
 
-    public init(configuration: RelayConfiguration = RelayConfiguration()) {
+    /// A relay with its state in memory, or in the SQLite file at `storePath` (loaded now; throws when it cannot be opened).
+    public init(configuration: RelayConfiguration = RelayConfiguration(), storePath: String? = nil) throws {
         self.configuration = configuration
         let metrics = ServerMetrics()
         self.metrics = metrics
-        hub = RelayHub(metrics: metrics, configuration: configuration)
+        let store = try storePath.map { try RelayStore(path: $0) }
+        hub = try RelayHub(metrics: metrics, configuration: configuration, store: store)
     }
 
     /// The router with every route of the relay.

@@ -17,6 +17,8 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "Seconds a rotated or deleted token keeps answering 200 (and dropping) before 410, as APNs reports uninstalls late.")
     var unregisteredLag = 0.0
     @Option(help: "Unacked messages in flight per device while a backlog drains after a (re)connect.") var ackBatch = 10
+    @Option(help: "Keep devices and pending messages in this SQLite file, so a restart loses nothing (default: memory only).")
+    var store: String?
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
@@ -33,9 +35,16 @@ struct PushRelayCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "push-relay")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let relay = PushRelayServer(configuration: RelayConfiguration(
+        let configuration = RelayConfiguration(
             keepaliveInterval: .milliseconds(Int(keepalive * 1000)), deviceRate: deviceRate,
-            unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch))
+            unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch)
+        let relay: PushRelayServer
+        do {
+            relay = try PushRelayServer(configuration: configuration, storePath: store)
+        } catch {
+            logger.critical("cannot open --store \(store ?? ""): \(error)")
+            throw ExitCode(1)
+        }
         try await relay.run(options: LaunchOptions(serviceName: "push-relay", host: host, port: port, parentPID: parentPid), logger: logger)
     }
 }

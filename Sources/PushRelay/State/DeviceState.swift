@@ -7,7 +7,7 @@ enum Platform: String, Sendable, Codable {
 
 /// Store-and-forward state of one device token, as a value type: every operation returns what the
 /// I/O layer must do (write events to the stream, trace lines).
-struct DeviceState: Sendable {
+struct DeviceState: Sendable, Codable {
     static let androidPendingLimit = 100
 
     let token: String

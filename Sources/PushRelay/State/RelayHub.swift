@@ -57,10 +57,37 @@ actor RelayHub {
     /// `--device-rate` token buckets: tokens left and when they were counted.
     private var buckets: [String: (tokens: Double, at: ContinuousClock.Instant)] = [:]
 
-    init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil, configuration: RelayConfiguration = RelayConfiguration()) {
+    /// `--store`: written through on every change; nil keeps everything in memory.
+    private let store: RelayStore?
+
+    init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil, configuration: RelayConfiguration = RelayConfiguration(),
+         store: RelayStore? = nil) throws {
         self.traceLimit = traceLimit
         self.metrics = metrics
         self.configuration = configuration
+        self.store = store
+        if let store {
+            let loaded = try store.load()
+            devices = loaded.devices
+            retired = loaded.retired
+            if !loaded.unreadable.isEmpty {
+                FileHandle.standardError.write(Data("push-relay: skipped unreadable stored devices: \(loaded.unreadable.joined(separator: ", "))\n".utf8))
+            }
+        }
+    }
+
+    /// Writes the devices' state to the store (when there is one). False when the write failed.
+    @discardableResult
+    private func persist(_ tokens: [String]) -> Bool {
+        guard let store else { return true }
+        let states = tokens.compactMap { devices[$0] }
+        do {
+            if states.count == 1 { try store.save(states[0]) } else if !states.isEmpty { try store.save(states) }
+            return true
+        } catch {
+            FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
+            return false
+        }
     }
 
     /// Takes one token from the device's bucket; false when it is empty.
@@ -91,6 +118,7 @@ actor RelayHub {
         var token: String
         repeat { token = TokenFactory.make(platform) } while devices[token] != nil || retired[token] != nil
         devices[token] = DeviceState(token: token, platform: platform, appID: appID, ackBatch: configuration.ackBatch)
+        persist([token])
         return token
     }
 
@@ -107,6 +135,7 @@ actor RelayHub {
         var entries: [TraceEntry] = []
         let out = device.connect(lastEventID: lastEventID, now: now(), trace: &entries)
         devices[token] = device
+        persist([token])
         record(entries)
         deliver(out, token: token)
         return (id, stream)
@@ -132,6 +161,7 @@ actor RelayHub {
         guard devices[token] != nil else { return false }
         var entries: [TraceEntry] = []
         let next = devices[token]!.ack(ids, now: now(), trace: &entries).next
+        persist([token])
         record(entries)
         deliver(next, token: token)
         return true
@@ -153,6 +183,9 @@ actor RelayHub {
     private func retire(_ token: String) {
         devices[token] = nil
         retired[token] = now()
+        do { try store?.retire(token, at: retired[token]!) } catch {
+            FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
+        }
         if let connection = connections.removeValue(forKey: token) { connection.continuation.finish() }
     }
 
@@ -190,8 +223,14 @@ actor RelayHub {
             return .accepted
         }
         var entries: [TraceEntry] = []
+        let previous = devices[token]
         let out = device.accept(message, now: t, trace: &entries)
         devices[token] = device
+        // "200 means kept": a push the store could not write is refused, and the device is as before.
+        guard persist([token]) else {
+            devices[token] = previous
+            return .outage(503)
+        }
         record(entries)
         deliver(out, token: token)
         return .accepted
@@ -315,6 +354,7 @@ actor RelayHub {
             connection.continuation.finish()
             devices[token]!.disconnect()
         }
+        persist([token])
         return true
     }
 
@@ -328,6 +368,7 @@ actor RelayHub {
         let t = now()
         var entries: [TraceEntry] = []
         for token in devices.keys { devices[token]!.expire(now: t, trace: &entries) }
+        persist(Array(Set(entries.map(\.token))))
         record(entries)
         return t
     }
@@ -342,6 +383,7 @@ actor RelayHub {
         devices = [:]
         retired = [:]
         trace = []
+        try? store?.wipe()
         clockOffsetMillis = 0
     }
 

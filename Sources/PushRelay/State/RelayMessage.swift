@@ -1,8 +1,8 @@
 import SurveyWire
 
 /// A message held by the relay for one device, and where it is in its lifecycle.
-struct RelayMessage: Sendable {
-    enum Phase: String, Sendable {
+struct RelayMessage: Sendable, Codable {
+    enum Phase: String, Sendable, Codable {
         /// Accepted while the device was not connected; waiting for a connection.
         case stored
         /// Written to a stream; waiting for an ack (sent again on reconnect).
