@@ -65,7 +65,23 @@ public struct PushRelayServer: Sendable {
     public func run(options: LaunchOptions, logger: Logger) async throws {
         try await ServerLauncher.run(
             responder: makeRouter().buildResponder(), options: options, bound: BoundAddress(),
-            services: [StreamCloser(hub: hub)], logger: logger)
+            services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], logger: logger)
+    }
+}
+
+/// Writes a keepalive comment to every open stream each interval: one timer for the whole relay, however many
+/// devices are connected.
+struct KeepaliveService: Service {
+    let hub: RelayHub
+    let interval: Duration
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: interval)
+                await hub.keepaliveAll()
+            }
+        }
     }
 }
 

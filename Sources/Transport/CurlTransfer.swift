@@ -43,6 +43,10 @@ final class CurlTransfer: @unchecked Sendable {
         ccurl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1)
         ccurl_easy_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 0)
+        if let local = request.localAddress {
+            // "host!" makes curl bind to this address rather than look it up as an interface name.
+            ccurl_easy_setopt_string(easy, CURLOPT_INTERFACE, "host!" + local)
+        }
         ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.millis(connectTimeout))
         if let timeout = request.timeout ?? defaultTimeout {
             ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Self.millis(timeout))

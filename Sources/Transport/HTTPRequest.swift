@@ -12,6 +12,9 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]?
     /// Total time allowed for the transfer, nil for the client's default. Streams usually pass `.none`.
     public var timeout: Duration?
+    /// Local IP address to connect from (e.g. `127.0.0.7`), to spread many connections over several source addresses
+    /// and stay clear of one address's ephemeral-port range. nil = the system's choice.
+    public var localAddress: String?
 
     public init(method: String = "GET", url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil,
                 timeout: Duration? = nil) {

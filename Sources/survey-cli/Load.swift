@@ -136,6 +136,9 @@ struct LoadPushCommand: AsyncParsableCommand {
     @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
     @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
     @Option(help: "Wait this long after the last send for deliveries before counting the rest lost.") var grace = "5s"
+    @Option(help: "Spread device streams over this many local addresses 127.0.0.2, 127.0.0.3, ... (0 = system's choice).")
+    var sourceAddresses = 0
+    @Option(help: "After a stream ends, a device waits up to this long (random) before reconnecting.") var reconnectJitter = "1s"
     @Option(help: "Write the JSON report here.") var report: String?
     @Option(name: .customLong("threshold"), help: "A pass/fail rule: p99<50ms, errors<0.1%, rate>1000/s. Repeatable.")
     var thresholds: [String] = []
@@ -150,9 +153,13 @@ struct LoadPushCommand: AsyncParsableCommand {
             let schedule = try ramp.map { try RateSchedule(parsing: $0) } ?? RateSchedule(constant: rate ?? 100)
             guard schedule.points.contains(where: { $0.rate > 0 }) else { throw LoadUsageError(flag: "--rate", message: "must be positive") }
             parsedThresholds = try thresholds.map { try Threshold(parsing: $0) }
-            options = PushLoadOptions(relay: relay, devices: devices, platform: platform, rate: schedule,
-                                      duration: try parseDuration(duration, flag: "--duration"), warmup: try parseDuration(warmup, flag: "--warmup"),
-                                      grace: try parseDuration(grace, flag: "--grace"), maxInFlight: maxInFlight)
+            guard (0...250).contains(sourceAddresses) else { throw LoadUsageError(flag: "--source-addresses", message: "must be 0-250") }
+            var built = PushLoadOptions(relay: relay, devices: devices, platform: platform, rate: schedule,
+                                        duration: try parseDuration(duration, flag: "--duration"), warmup: try parseDuration(warmup, flag: "--warmup"),
+                                        grace: try parseDuration(grace, flag: "--grace"), maxInFlight: maxInFlight)
+            built.sourceAddresses = (0..<sourceAddresses).map { "127.0.0.\($0 + 2)" }
+            built.reconnectJitter = reconnectJitter == "0" ? .zero : try parseDuration(reconnectJitter, flag: "--reconnect-jitter")
+            options = built
         } catch let error as LoadUsageError {
             throw ValidationError(error.description)
         }

@@ -16,6 +16,7 @@ struct ControlRoutes {
 
     func add(to router: Router<BasicRequestContext>) {
         router.get("/__control/health") { _, _ in JSONResponse.make(["status": "ok"]) }
+        router.get("/__control/stats") { _, _ -> Response in JSONResponse.make(await hub.stats()) }
         router.get("/__control/devices/{token}") { _, context -> Response in
             let token = try context.parameters.require("token")
             guard let view = await hub.view(token: token) else { throw APIError(.notFound, code: "unknown_token", "no device has this token") }

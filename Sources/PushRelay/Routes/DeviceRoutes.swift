@@ -60,19 +60,11 @@ struct DeviceRoutes {
             }
         }
         let hub = self.hub
-        let interval = configuration.keepaliveInterval
         return Response(
             status: .ok,
             headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
             body: ResponseBody { writer in
-                let ticker = Task {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: interval)
-                        if Task.isCancelled { break }
-                        guard await hub.keepalive(token: token, connectionID: connectionID) else { break }
-                    }
-                }
-                defer { ticker.cancel() }
+                // Keepalives come from the hub's one ticker for all streams (KeepaliveService), not a task per stream.
                 do {
                     // A client that goes away closes the inbound side; that ends the stream at once instead of
                     // waiting for a write to fail.

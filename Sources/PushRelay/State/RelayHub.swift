@@ -150,10 +150,11 @@ actor RelayHub {
         devices[token]?.disconnect()
     }
 
-    func keepalive(token: String, connectionID: UInt64) -> Bool {
-        guard let current = connections[token], current.id == connectionID else { return false }
-        if !blackholed.contains(connectionID) { current.continuation.yield(.keepalive) }
-        return true
+    /// A `: keepalive` comment on every open stream (but blackholed ones).
+    func keepaliveAll() {
+        for connection in connections.values where !blackholed.contains(connection.id) {
+            connection.continuation.yield(.keepalive)
+        }
     }
 
     /// Acks; false when the token is unknown.
@@ -356,6 +357,11 @@ actor RelayHub {
         }
         persist([token])
         return true
+    }
+
+    /// `GET /__control/stats`: counts of devices, open streams and retired tokens.
+    func stats() -> [String: Int] {
+        ["devices": devices.count, "connected": connections.count, "retired": retired.count]
     }
 
     func traceEntries(token: String?) -> [TraceEntry] {

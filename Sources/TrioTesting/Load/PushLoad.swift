@@ -24,6 +24,10 @@ public struct PushLoadOptions: Sendable {
     public var fcmProject: String
     /// Devices connecting at once while the run sets up.
     public var connectConcurrency: Int
+    /// Local addresses the device streams connect from, round robin (empty = the system's choice).
+    public var sourceAddresses: [String] = []
+    /// After a stream ends, a device waits a random time up to this before reconnecting (a storm spreads out).
+    public var reconnectJitter: Duration = .seconds(1)
 
     public init(relay: String, devices: Int, platform: String = "android", rate: RateSchedule, duration: Duration,
                 warmup: Duration = .zero, grace: Duration = .seconds(5), maxInFlight: Int = 1000, fcmProject: String = "survey-trio",
@@ -138,8 +142,9 @@ public enum PushLoad {
         let links = PushLinks()
         let listeners = Task { () -> Void in
             await withDiscardingTaskGroup { group in
-                for token in tokens {
-                    group.addTask { await listen(token: token, options: options, http: http, links: links) }
+                for (index, token) in tokens.enumerated() {
+                    let local = options.sourceAddresses.isEmpty ? nil : options.sourceAddresses[index % options.sourceAddresses.count]
+                    group.addTask { await listen(token: token, localAddress: local, options: options, http: http, links: links) }
                 }
             }
         }
@@ -259,12 +264,19 @@ public enum PushLoad {
     }
 
     /// One device's stream: records each push's load id, acks it, and reconnects if the stream ends.
-    static func listen(token: String, options: PushLoadOptions, http: HTTPClient, links: PushLinks) async {
+    static func listen(token: String, localAddress: String?, options: PushLoadOptions, http: HTTPClient, links: PushLinks) async {
         var counted = false
         defer { if counted { links.connected.withLock { $0 -= 1 } } }
+        var first = true
         while !Task.isCancelled {
+            if !first, options.reconnectJitter > .zero {
+                try? await Task.sleep(for: .milliseconds(Int.random(in: 0...Int(options.reconnectJitter.seconds * 1000))))
+            }
+            first = false
             do {
-                let stream = try await http.eventStream(HTTPRequest(url: options.relay + "/v1/devices/\(token)/stream"))
+                var request = HTTPRequest(url: options.relay + "/v1/devices/\(token)/stream")
+                request.localAddress = localAddress
+                let stream = try await http.eventStream(request)
                 guard stream.status == 200 else {
                     try await Task.sleep(for: .milliseconds(500))
                     continue

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The relay at scale (issue: 18,000 connected devices, memory per connection, deliveries/s, reconnect storm).
+# Usage: Benchmarks/scripts/relay-scale.sh [DEVICES] [RATE] [DURATION_S] [DRIVERS]
+#   DEVICES   devices connected at once, split over DRIVERS `survey-cli load push` processes (default 18000)
+#   RATE      pushes per second in total through the FCM-style API (default 10000)
+#   DURATION  seconds of sending after a 5 s warm-up (default 20)
+#   DRIVERS   load-driver processes; each holds DEVICES/DRIVERS streams (a process may open 20,000 files here)
+# Streams are spread over 127.0.0.2-127.0.0.9 so no source address runs out of ephemeral ports. Halfway through
+# the sending phase every stream is closed at once (`close_all`); the drivers reconnect with up to 2 s of jitter.
+# Prints: relay RSS before and with all devices connected (and per connection), each driver's report, the storm's
+# recovery time and the slowest /__control/health answer meanwhile. Needs a release build.
+set -euo pipefail
+devices=${1:-18000}
+rate=${2:-10000}
+duration=${3:-20}
+drivers=${4:-2}
+bin=${BIN:-.build/release}
+work=$(mktemp -d)
+pids=()
+trap 'kill ${pids[@]:-} $relay_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+
+"$bin/push-relay" --log-level warning > "$work/ready" 2> "$work/relay.log" &
+relay_pid=$!
+for _ in $(seq 1 100); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
+url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/ready" | head -1)
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$relay_pid/status"; }
+connected() { curl -s "$url/__control/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["connected"])'; }
+rss0=$(rss)
+echo "relay $url, RSS at start $((rss0 / 1024)) MB"
+
+per=$((devices / drivers))
+per_rate=$(python3 -c "print($rate / $drivers)")
+for i in $(seq 1 "$drivers"); do
+    "$bin/survey-cli" load push --relay "$url" --devices "$per" --rate "$per_rate" --warmup 5s --duration "${duration}s" \
+        --grace 5s --source-addresses 8 --reconnect-jitter 2s --max-in-flight 5000 --report "$work/report-$i.json" \
+        > "$work/driver-$i.txt" 2> "$work/driver-$i.log" &
+    pids+=($!)
+done
+
+# All connected: memory per connection.
+start=$(date +%s.%N)
+while [ "$(connected)" -lt "$devices" ]; do
+    sleep 0.5
+    if python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $start > 120 else 1)"; then echo "only $(connected) connected after 120 s"; break; fi
+done
+sleep 1
+rss1=$(rss)
+n=$(connected)
+echo "connected $n devices in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s; relay RSS $((rss1 / 1024)) MB;" \
+     "$(python3 -c "print(round(($rss1 - $rss0) / $n, 2))") kB per connection"
+
+# Halfway through the measured phase: the storm.
+sleep $((5 + duration / 2))
+probe() {  # slowest health answer while the storm lasts
+    local worst=0
+    while [ ! -f "$work/storm-done" ]; do
+        t=$(curl -s -o /dev/null -w '%{time_total}' --max-time 5 "$url/__control/health" || echo 5)
+        worst=$(python3 -c "print(max($worst, $t))")
+        sleep 0.1
+    done
+    echo "$worst" > "$work/worst"
+}
+probe &
+storm_start=$(date +%s.%N)
+curl -s -X PUT -H 'Content-Type: application/json' -d '{"close_all": true}' "$url/__control/faults"
+sleep 0.2
+while [ "$(connected)" -lt "$n" ]; do
+    sleep 0.2
+    if python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $storm_start > 60 else 1)"; then break; fi
+done
+storm=$(python3 -c "print(round($(date +%s.%N) - $storm_start, 2))")
+touch "$work/storm-done"; wait %1 2>/dev/null || sleep 0.5
+echo "reconnect storm: $(connected) of $n streams back after $storm s; slowest /__control/health meanwhile $(cat "$work/worst" 2>/dev/null || echo '?') s"
+
+for pid in "${pids[@]}"; do wait "$pid" || true; done
+for i in $(seq 1 "$drivers"); do echo "--- driver $i"; cat "$work/driver-$i.txt"; done
+python3 - "$work" "$drivers" <<'PY'
+import json, sys
+work, n = sys.argv[1], int(sys.argv[2])
+reports = [json.load(open(f"{work}/report-{i}.json")) for i in range(1, n + 1)]
+delivered = sum(r["totals"]["succeeded"] for r in reports)
+seconds = max(r["totals"]["seconds"] for r in reports)
+print(f"total: {delivered / seconds:.0f} deliveries/s; worst driver p99 {max(r['latency_ms']['p99'] for r in reports):.1f} ms;"
+      f" lost/failed {sum(r['totals']['failed'] for r in reports)}; dropped starts {sum(r['totals']['dropped'] for r in reports)}")
+PY
