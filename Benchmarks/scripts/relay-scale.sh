@@ -17,14 +17,14 @@ drivers=${4:-2}
 bin=${BIN:-.build/release}
 work=$(mktemp -d)
 pids=()
-trap 'kill ${pids[@]:-} $relay_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill ${pids[@]:-} $relay_pid 2>/dev/null || true; wait 2>/dev/null || true; mkdir -p /tmp/relay-scale-last; cp "$work"/*.log "$work"/*.txt /tmp/relay-scale-last/ 2>/dev/null; rm -rf "$work"' EXIT
 
 "$bin/push-relay" --log-level warning > "$work/ready" 2> "$work/relay.log" &
 relay_pid=$!
 for _ in $(seq 1 100); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
 url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/ready" | head -1)
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$relay_pid/status"; }
-connected() { curl -s "$url/__control/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["connected"])'; }
+connected() { curl -s --max-time 5 "$url/__control/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["connected"])' 2>/dev/null; }
 rss0=$(rss)
 echo "relay $url, RSS at start $((rss0 / 1024)) MB"
 
@@ -61,15 +61,21 @@ probe() {  # slowest health answer while the storm lasts
     echo "$worst" > "$work/worst"
 }
 probe &
+probe_pid=$!
 storm_start=$(date +%s.%N)
 curl -s -X PUT -H 'Content-Type: application/json' -d '{"close_all": true}' "$url/__control/faults"
 sleep 0.2
-while [ "$(connected)" -lt "$n" ]; do
+last_report=0
+while true; do
+    c=$(connected || echo 0)
+    [ "${c:-0}" -ge "$n" ] && break
+    elapsed=$(python3 -c "print(int($(date +%s.%N) - $storm_start))")
+    if [ "$elapsed" -ge $((last_report + 5)) ]; then echo "  storm +${elapsed}s: $c connected"; last_report=$elapsed; fi
+    [ "$elapsed" -ge 60 ] && break
     sleep 0.2
-    if python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $storm_start > 60 else 1)"; then break; fi
 done
 storm=$(python3 -c "print(round($(date +%s.%N) - $storm_start, 2))")
-touch "$work/storm-done"; wait %1 2>/dev/null || sleep 0.5
+touch "$work/storm-done"; wait "$probe_pid" 2>/dev/null || true
 echo "reconnect storm: $(connected) of $n streams back after $storm s; slowest /__control/health meanwhile $(cat "$work/worst" 2>/dev/null || echo '?') s"
 
 for pid in "${pids[@]}"; do wait "$pid" || true; done

@@ -41,7 +41,10 @@ public enum ServerLauncher {
     ) async throws where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
         let app = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: options.serviceName),
+            // A deep accept queue: a reconnect storm (thousands of devices at once) must not overflow it, or dropped SYNs come
+            // back only after TCP's retransmission backoff (1 s, 3 s, 7 s, ...). The kernel caps it at net.core.somaxconn.
+            configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: options.serviceName,
+                                                    backlog: 4096),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? options.port
                 let url = "http://\(options.host):\(port)"
