@@ -101,6 +101,7 @@ extension Integration {
             #expect(reason(try await trio.control.sendAPNs(token: "abc", payload: alert)) == "BadDeviceToken")
             #expect(reason(try await trio.control.sendAPNs(token: token, payload: alert, headers: [("apns-priority", "7")])) == "BadPriority")
             #expect(reason(try await trio.control.sendAPNs(token: token, payload: alert, headers: [("apns-expiration", "soon")])) == "BadExpirationDate")
+            #expect(reason(try await trio.control.sendAPNs(token: token, payload: alert, headers: [("apns-expiration", "9223372036854775807")])) == "BadExpirationDate")
             #expect(reason(try await trio.control.sendAPNs(token: token, payload: alert, headers: [("apns-id", "nope")])) == "BadMessageId")
             #expect(reason(try await trio.control.sendAPNs(token: token, payload: alert, headers: [("apns-collapse-id", String(repeating: "c", count: 65))])) == "BadCollapseId")
             let big: JSONValue = ["aps": ["alert": .string(String(repeating: "x", count: 5000))]]

@@ -6,7 +6,7 @@
 #   DURATION  seconds of sending after a 5 s warm-up (default 20)
 #   DRIVERS   load-driver processes; each holds DEVICES/DRIVERS streams (a process may open 20,000 files here)
 # Streams are spread over 127.0.0.2-127.0.0.9 so no source address runs out of ephemeral ports. Halfway through
-# the sending phase every stream is closed at once (`close_all`); the drivers reconnect with up to 2 s of jitter.
+# the sending phase (a quarter in) every stream is closed at once (`close_all`); the drivers reconnect with up to 2 s of jitter.
 # Prints: relay RSS before and with all devices connected (and per connection), each driver's report, the storm's
 # recovery time and the slowest /__control/health answer meanwhile. Needs a release build.
 set -euo pipefail
@@ -49,8 +49,8 @@ n=$(connected)
 echo "connected $n devices in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s; relay RSS $((rss1 / 1024)) MB;" \
      "$(python3 -c "print(round(($rss1 - $rss0) / $n, 2))") kB per connection"
 
-# Halfway through the measured phase: the storm.
-sleep $((5 + duration / 2))
+# A quarter into the measured phase: the storm.
+sleep $((5 + duration / 4))
 probe() {  # slowest health answer while the storm lasts
     local worst=0
     while [ ! -f "$work/storm-done" ]; do

@@ -1,5 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Hummingbird
+import HummingbirdCore
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -43,8 +47,12 @@ public enum ServerLauncher {
             responder: responder,
             // A deep accept queue: a reconnect storm (thousands of devices at once) must not overflow it, or dropped SYNs come
             // back only after TCP's retransmission backoff (1 s, 3 s, 7 s, ...). The kernel caps it at net.core.somaxconn.
+            // At most as many connections as the open-file limit allows, with room to spare: past it accept() fails, and
+            // libdispatch's worker monitor, which opens /proc files, crashes the process (found at 18,000 relay streams).
+            // Beyond the cap, new connections wait in the accept queue.
             configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: options.serviceName,
-                                                    backlog: 4096),
+                                                    backlog: 4096,
+                                                    availableConnectionsDelegate: MaximumAvailableConnections(FileLimit.connectionCap())),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? options.port
                 let url = "http://\(options.host):\(port)"
@@ -106,5 +114,23 @@ struct ParentWatcher: Service {
         } catch is CancellationError {
             return
         }
+    }
+}
+
+/// The process's open-file limit, and how many connections a server may hold under it.
+public enum FileLimit {
+    /// Files kept free for everything but connections (SQLite, logs, /proc reads by libdispatch, outgoing HTTP).
+    static let reserve = 512
+
+    /// Raises the soft open-file limit to the hard one, then returns the connection cap: the limit less the reserve.
+    public static func connectionCap() -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 - reserve }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        }
+        return max(64, Int(min(limit.rlim_cur, 1 << 30)) - reserve)
     }
 }

@@ -45,7 +45,10 @@ struct ProviderRoutes {
         let now = await hub.now()
         var expiresAt: Int64? = now + Self.thirtyDaysMillis
         if let text = header(request, "apns-expiration").first {
-            guard let seconds = Int64(text), seconds >= 0 else { throw apnsError(.badRequest, "BadExpirationDate", apnsID: apnsID) }
+            // Up to the year 9999; larger values would overflow the millisecond clock.
+            guard let seconds = Int64(text), seconds >= 0, seconds <= 253_402_300_799 else {
+                throw apnsError(.badRequest, "BadExpirationDate", apnsID: apnsID)
+            }
             expiresAt = seconds == 0 ? now : seconds * 1000
         }
         var priority = 10

@@ -131,10 +131,15 @@ public enum PushLoad {
         var token: String
     }
 
-    public static func run(_ options: PushLoadOptions, http: HTTPClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+    public static func run(_ options: PushLoadOptions, http streams: HTTPClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
         guard options.platform == "android" || options.platform == "ios" else {
             throw LoadUsageError(flag: "--platform", message: "must be android or ios")
         }
+        // Sends and acks on their own client with a bounded connection pool (extra requests queue in libcurl), so a
+        // slow relay cannot make the tool open a connection per request in flight and run either side out of files.
+        // `streams` carries only the long-lived device streams.
+        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
+        defer { http.shutdown() }
         // Tokens.
         progress("creating \(options.devices) \(options.platform) devices on \(options.relay)")
         let tokens = try await createDevices(options, http: http)
@@ -144,7 +149,7 @@ public enum PushLoad {
             await withDiscardingTaskGroup { group in
                 for (index, token) in tokens.enumerated() {
                     let local = options.sourceAddresses.isEmpty ? nil : options.sourceAddresses[index % options.sourceAddresses.count]
-                    group.addTask { await listen(token: token, localAddress: local, options: options, http: http, links: links) }
+                    group.addTask { await listen(token: token, localAddress: local, options: options, streams: streams, http: http, links: links) }
                 }
             }
         }
@@ -264,7 +269,8 @@ public enum PushLoad {
     }
 
     /// One device's stream: records each push's load id, acks it, and reconnects if the stream ends.
-    static func listen(token: String, localAddress: String?, options: PushLoadOptions, http: HTTPClient, links: PushLinks) async {
+    static func listen(token: String, localAddress: String?, options: PushLoadOptions, streams: HTTPClient, http: HTTPClient,
+                       links: PushLinks) async {
         var counted = false
         defer { if counted { links.connected.withLock { $0 -= 1 } } }
         var first = true
@@ -276,7 +282,7 @@ public enum PushLoad {
             do {
                 var request = HTTPRequest(url: options.relay + "/v1/devices/\(token)/stream")
                 request.localAddress = localAddress
-                let stream = try await http.eventStream(request)
+                let stream = try await streams.eventStream(request)
                 guard stream.status == 200 else {
                     try await Task.sleep(for: .milliseconds(500))
                     continue
