@@ -50,10 +50,10 @@ public actor SurveyClient {
         self.http = httpClient ?? HTTPClient()
         self.ownsHTTP = httpClient == nil
         self.api = MobileAPI(client: http, configuration: configuration)
-        self.files = try ClientStore(root: configuration.storageDirectory)
+        self.files = try ClientStore(root: configuration.storageDirectory, logger: logger)
         self.logger = logger
         self.now = now
-        if let stored = try files.read(ClientState.self, from: files.stateURL) {
+        if let stored = files.read(ClientState.self, from: files.stateURL) {
             state = stored
         } else {
             state = ClientState(deviceID: configuration.deviceID ?? UUID().uuidString.lowercased(),
@@ -90,11 +90,13 @@ public actor SurveyClient {
         if !state.pendingEvents.isEmpty { try? await flushTelemetry() }
     }
 
-    /// Stops and releases the HTTP client if this client made it; ends ``events``.
+    /// Stops, releases the HTTP client if this client made it and the storage directory's lock; ends ``events``.
+    /// Another client may use the directory afterwards.
     public func close() async {
         await stop()
         continuation.finish()
         if ownsHTTP { http.shutdown() }
+        files.releaseLock()
     }
 
     // MARK: Queries
@@ -321,7 +323,7 @@ public actor SurveyClient {
                                     message: "download_survey \(surveyID) answered \(response.status)", status: response.status)
         }
         var stored = StoredSurvey(entry: entry, scheduleUUIDs: uuids, sentTime: sentTime, receivedAt: WireTime.format(now(), milliseconds: true))
-        if let existing = try files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) {
+        if let existing = files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) {
             // Still unanswered from an earlier push: keep its time, add the new occurrences.
             stored.receivedAt = existing.receivedAt
             stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
@@ -338,7 +340,7 @@ public actor SurveyClient {
         guard state.registered, let keyText = state.publicKey, let der = Data(base64Encoded: keyText) else {
             throw SurveyClientError(code: "not_registered", message: "register before submitting")
         }
-        guard let stored = try files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) else {
+        guard let stored = files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) else {
             throw SurveyClientError(code: "survey_not_found", message: "no stored survey \(surveyID)")
         }
         let rows = Self.answerRows(for: stored.entry, answers: answers)
@@ -443,7 +445,7 @@ public actor SurveyClient {
             spec.timings = nil
             var stored = StoredSurvey(entry: spec, scheduleUUIDs: uuids, sentTime: WireTime.beiweSentTime(last.dueAt),
                                       receivedAt: WireTime.format(current, milliseconds: true))
-            if let existing = try files.read(StoredSurvey.self, from: files.surveyURL(entry.id)) {
+            if let existing = files.read(StoredSurvey.self, from: files.surveyURL(entry.id)) {
                 stored.receivedAt = existing.receivedAt
                 stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
             }

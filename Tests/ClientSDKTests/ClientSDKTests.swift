@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import ClientSDK
 import SurveyWire
 
@@ -46,7 +49,85 @@ import SurveyWire
         #expect(store.surveyURL("../../etc/passwd").lastPathComponent == ".._.._etc_passwd.json")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("tmp") }
         #expect(leftovers.isEmpty)
+    }
+
+    func directory() -> URL { FileManager.default.temporaryDirectory.appendingPathComponent("sdk-store-\(UUID().uuidString.prefix(8))") }
+
+    @Test func corruptFilesAreQuarantinedWithAReasonAndDoNotBlockTheRest() throws {
+        let store = try ClientStore(root: directory())
         try Data("{not json".utf8).write(to: store.stateURL)
-        #expect(throws: SurveyClientError.self) { try store.read([String: Int].self, from: store.stateURL) }
+        #expect(store.read([String: Int].self, from: store.stateURL) == nil)
+        #expect(!FileManager.default.fileExists(atPath: store.stateURL.path))
+        try store.write(["ok": 1], to: store.surveyURL("a"))
+        try Data([0xFF, 0x00, 0x7B]).write(to: store.surveyURL("b"))
+        try Data().write(to: store.surveyURL("c"))
+        try store.write(["ok": 2], to: store.surveyURL("d"))
+        #expect(store.list([String: Int].self, in: store.surveysURL).map(\.1) == [["ok": 1], ["ok": 2]])
+        let quarantined = store.quarantined()
+        #expect(quarantined.count == 3)
+        #expect(quarantined.contains { $0.hasPrefix("state.json.") })
+        #expect(quarantined.contains { $0.hasPrefix("surveys_b.json.") })
+        let reasons = try FileManager.default.contentsOfDirectory(atPath: store.quarantineURL.path).filter { $0.hasSuffix(".reason") }
+        #expect(reasons.count == 3)
+        let note = try String(contentsOf: store.quarantineURL.appendingPathComponent(reasons.sorted()[0]), encoding: .utf8)
+        #expect(note.contains(": "))
+    }
+
+    @Test func oneClientPerDirectory() throws {
+        let root = directory()
+        let first = try ClientStore(root: root)
+        #expect(throws: SurveyClientError.self) { try ClientStore(root: root) }
+        do {
+            _ = try ClientStore(root: root)
+        } catch {
+            #expect(error.code == "storage_locked")
+            #expect(error.message.contains("pid \(getpid())"))
+        }
+        first.releaseLock()
+        let second = try ClientStore(root: root)
+        second.releaseLock()
+    }
+
+    @Test func durableWriteReplacesWholeFilesAndLeavesNoTemporaries() throws {
+        let store = try ClientStore(root: directory())
+        for n in 0..<50 { try store.write(["n": n], to: store.stateURL) }
+        #expect(store.read([String: Int].self, from: store.stateURL) == ["n": 49])
+        let names = try FileManager.default.contentsOfDirectory(atPath: store.root.path)
+        #expect(!names.contains { $0.contains(".tmp-") })
+        // A write into a directory that is gone fails cleanly, with the path in the message.
+        let gone = store.root.appendingPathComponent("nowhere/x.json")
+        #expect(throws: SurveyClientError.self) { try store.write(["n": 1], to: gone) }
+    }
+}
+
+@Suite struct SurveyClientStorageTests {
+    func configuration(_ root: URL) -> SurveyClientConfiguration {
+        SurveyClientConfiguration(serverURL: "http://127.0.0.1:1", relayURL: "http://127.0.0.1:1", storageDirectory: root,
+                                  patientID: "p1", temporaryPassword: "pw")
+    }
+
+    @Test func aSecondClientOnTheSameDirectoryRefusesUntilTheFirstCloses() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-lock-\(UUID().uuidString.prefix(8))")
+        let first = try SurveyClient(configuration: configuration(root))
+        do {
+            _ = try SurveyClient(configuration: configuration(root))
+            Issue.record("a second client started on a locked directory")
+        } catch {
+            #expect(error.code == "storage_locked")
+        }
+        await first.close()
+        let second = try SurveyClient(configuration: configuration(root))
+        await second.close()
+    }
+
+    @Test func aCorruptStateFileIsQuarantinedAndTheClientStartsFresh() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-corrupt-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        try Data("{\"registered\": tru".utf8).write(to: root.appendingPathComponent("state.json"))
+        let client = try SurveyClient(configuration: configuration(root))
+        #expect(await client.pendingSurveys().isEmpty)
+        let quarantine = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("quarantine").path)
+        #expect(quarantine.contains { $0.hasPrefix("state.json.") && !$0.hasSuffix(".reason") })
+        await client.close()
     }
 }
