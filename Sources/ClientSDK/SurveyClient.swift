@@ -39,6 +39,8 @@ public actor SurveyClient {
     /// Set when a push could not be handled: reconnect without `Last-Event-ID` so the relay sends it again.
     private var resumeBlocked = false
     private var localScheduleTask: Task<Void, Never>?
+    /// Retries the upload outbox with backoff while it is not empty.
+    private var uploadRetryTask: Task<Void, Never>?
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
@@ -73,7 +75,7 @@ public actor SurveyClient {
         if state.relayToken == nil { try await obtainToken() }
         startStream()
         if !state.registered { try await register() }
-        await retryUploads()
+        if await !retryUploads() { scheduleUploadRetry() }
         await retryPings()
         if state.scheduling == "device" {
             _ = try? await checkForSurveys()
@@ -87,6 +89,8 @@ public actor SurveyClient {
         streamTask = nil
         localScheduleTask?.cancel()
         localScheduleTask = nil
+        uploadRetryTask?.cancel()
+        uploadRetryTask = nil
         if !state.pendingEvents.isEmpty { try? await flushTelemetry() }
     }
 
@@ -334,8 +338,9 @@ public actor SurveyClient {
 
     /// Encrypts the answers with the study's public key and uploads them; on acceptance the stored survey is removed.
     /// - Parameter answers: answer text by question id; questions not answered are written with an empty answer.
-    /// - Throws: `survey_not_found` when no such survey is stored, `not_registered`, `transport` (the encrypted
-    ///   file stays in the outbox and is retried by ``start()``), `upload_rejected`.
+    /// - Throws: `survey_not_found` when no such survey is stored, `not_registered`, `transport` or `upload_failed`
+    ///   (the encrypted file stays in the outbox and is retried in the background with backoff, and by ``start()``;
+    ///   ``SurveyClientEvent/submitted(surveyID:fileName:)`` follows once the server takes it), `upload_rejected`.
     public func submit(answers: [String: String], for surveyID: String) async throws(SurveyClientError) {
         guard state.registered, let keyText = state.publicKey, let der = Data(base64Encoded: keyText) else {
             throw SurveyClientError(code: "not_registered", message: "register before submitting")
@@ -353,8 +358,33 @@ public actor SurveyClient {
         let fileName = SurveyAnswersCSV.fileName(patientID: configuration.patientID, surveyID: surveyID, epochMillis: WireTime.epochMillis(now()))
         let pending = PendingUpload(fileName: fileName, surveyID: surveyID, body: body)
         try files.write(pending, to: files.uploadURL(fileName))
-        try await upload(pending)
+        do {
+            try await upload(pending)
+        } catch {
+            // Kept in the outbox: retried in the background until the server takes it (`.submitted` then).
+            if error.code != "upload_rejected" { scheduleUploadRetry() }
+            throw error
+        }
     }
+
+    /// Retries the outbox with exponential backoff and jitter (0.5 s doubling to 60 s, each wait from the upper half
+    /// of its range) until it is empty or the client stops.
+    private func scheduleUploadRetry() {
+        guard uploadRetryTask == nil else { return }
+        uploadRetryTask = Task { [weak self] in
+            var failures = 0
+            while !Task.isCancelled {
+                failures += 1
+                let ceiling = min(60.0, 0.5 * pow(2, Double(min(failures - 1, 10))))
+                try? await Task.sleep(for: .milliseconds(Int(Double.random(in: (ceiling / 2)...ceiling) * 1000)))
+                guard let self, !Task.isCancelled else { return }
+                if await self.retryUploads() { break }
+            }
+            await self?.uploadRetryEnded()
+        }
+    }
+
+    private func uploadRetryEnded() { uploadRetryTask = nil }
 
     private func upload(_ pending: PendingUpload) async throws(SurveyClientError) {
         var form = api.baseForm(state: state)
@@ -379,10 +409,13 @@ public actor SurveyClient {
                                 message: "upload answered \(response.status): \(text)", status: response.status)
     }
 
-    private func retryUploads() async {
+    /// Tries every file of the upload outbox once; true when the outbox is empty afterwards.
+    @discardableResult
+    private func retryUploads() async -> Bool {
         for (_, pending) in files.list(PendingUpload.self, in: files.uploadsURL) {
             do { try await upload(pending) } catch { logger.info("upload retry failed", metadata: ["error": "\(error)"]) }
         }
+        return files.list(PendingUpload.self, in: files.uploadsURL).isEmpty
     }
 
     /// Beiwe answer rows for a survey's questions (info text boxes are skipped).

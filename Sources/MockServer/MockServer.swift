@@ -29,6 +29,7 @@ public struct MockServer: Sendable {
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: context.metrics))
+        router.add(middleware: FaultMiddleware(faults: context.faults))
         MobileRoutes(context: context).add(to: router)
         TelemetryRoutes(context: context).add(to: router)
         AdminRoutes(context: context).add(to: router)

@@ -11,5 +11,6 @@ struct ServerContext: Sendable {
     let bound: BoundAddress
     let metrics: ServerMetrics
     let keys = KeyCache()
+    let faults = FaultTable()
     let logger: Logger
 }

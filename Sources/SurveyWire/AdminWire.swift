@@ -346,3 +346,35 @@ public enum AdminWire {
         }
     }
 }
+
+extension AdminWire {
+    /// One `PUT /__admin/faults` rule: requests to `route` (with or without a trailing `/` and the `/ios` variant)
+    /// are hit with `probability`; a hit waits a random time in `delay_ms`, then answers `status` when one is given.
+    public struct FaultRule: Codable, Sendable, Equatable {
+        public struct Range: Codable, Sendable, Equatable {
+            public var min: Int
+            public var max: Int
+            public init(min: Int, max: Int) {
+                self.min = min
+                self.max = max
+            }
+        }
+
+        public var route: String
+        public var status: Int?
+        public var delayMs: Range?
+        public var probability: Double
+        public var seed: UInt64?
+
+        enum CodingKeys: String, CodingKey { case route, status, delayMs = "delay_ms", probability, seed }
+        public static let allowedKeys: Set<String> = ["route", "status", "delay_ms", "probability", "seed"]
+
+        public init(route: String, status: Int? = nil, delayMs: Range? = nil, probability: Double, seed: UInt64? = nil) {
+            self.route = route
+            self.status = status
+            self.delayMs = delayMs
+            self.probability = probability
+            self.seed = seed
+        }
+    }
+}

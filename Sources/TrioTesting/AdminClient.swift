@@ -80,6 +80,10 @@ public struct AdminClient: Sendable {
     public func pushes(study: String, patient: String? = nil) async throws -> [AdminWire.PushLogEntry] {
         try await api.get([AdminWire.PushLogEntry].self, "/__admin/studies/\(study)/pushes" + JSONAPI.query([("patient_id", patient)]))
     }
+    /// `PUT /__admin/faults` with a list of rules (replaces all; `[]` clears).
+    public func setFaults(_ rules: [AdminWire.FaultRule]) async throws {
+        _ = try await api.call("PUT", "/__admin/faults", body: rules)
+    }
     public func submissions(study: String, patient: String? = nil) async throws -> [AdminWire.Submission] {
         try await api.get([AdminWire.Submission].self, "/__admin/studies/\(study)/submissions" + JSONAPI.query([("patient_id", patient)]))
     }

@@ -21,8 +21,10 @@ struct AdminRoutes: Sendable {
         admin.get("/info") { _, _ in info() }
         admin.post("/reset") { _, _ -> Response in
             try await store.wipe()
+            context.faults.replaceAll([])
             return JSONResponse.empty(.noContent)
         }
+        admin.put("/faults") { request, _ in try await setFaults(request) }
         admin.post("/studies") { request, _ in try await createStudy(request) }
         admin.get("/studies/{study_id}") { _, ctx in JSONResponse.make(try await studyView(try ctx.parameters.require("study_id"))) }
         admin.get("/studies/{study_id}/stats") { _, ctx in try await stats(try ctx.parameters.require("study_id")) }
@@ -121,6 +123,41 @@ struct AdminRoutes: Sendable {
                 submissions: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM submission WHERE study_id = ?", arguments: [id]) ?? 0)
         }
         return JSONResponse.make(result)
+    }
+
+    // MARK: Faults
+
+    /// `PUT /__admin/faults`: one rule (added, replacing its route's), or a list of rules (replacing all; `[]` clears).
+    func setFaults(_ request: Request) async throws -> Response {
+        let bytes = try await request.collectBody(limit: limit)
+        guard let body = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+            throw APIError(.badRequest, code: "invalid_json", "the body must be a fault rule object or a list of them")
+        }
+        let objects: [JSONValue]
+        switch body {
+        case .object: objects = [body]
+        case .array(let list): objects = list
+        default: throw APIError(.badRequest, code: "invalid_json", "the body must be a fault rule object or a list of them")
+        }
+        var rules: [AdminWire.FaultRule] = []
+        for object in objects {
+            guard let members = object.objectValue else { throw APIError(.badRequest, code: "invalid_json", "each fault rule must be an object") }
+            if let unknown = members.keys.sorted().first(where: { !AdminWire.FaultRule.allowedKeys.contains($0) }) {
+                throw APIError(.badRequest, code: "unknown_field", "'\(unknown)' is not a field of a fault rule", field: unknown)
+            }
+            let rule: AdminWire.FaultRule
+            do {
+                rule = try JSONDecoder().decode(AdminWire.FaultRule.self, from: WireJSON.encode(object))
+            } catch {
+                throw APIError.invalidJSON(error)
+            }
+            if let problem = FaultTable.validate(rule) {
+                throw APIError(.badRequest, code: "invalid_field", problem.message, field: problem.field)
+            }
+            rules.append(rule)
+        }
+        if case .array = body { context.faults.replaceAll(rules) } else { context.faults.set(rules[0]) }
+        return JSONResponse.empty(.noContent)
     }
 
     // MARK: Participants
