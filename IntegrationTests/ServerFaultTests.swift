@@ -31,8 +31,13 @@ extension Integration {
             }
             #expect(failure?.code == "upload_failed")
             #expect(failure?.status == 503)
-            // Kept while the server refuses: the survey is still shown, nothing arrived.
-            #expect(await client.pendingSurveys().map(\.surveyID) == [setup.surveyID])
+            // Kept while the server refuses: the answers wait in the outbox (the survey is being submitted, not shown
+            // again, and cannot be answered twice); nothing arrived.
+            #expect(await client.pendingSurveys().isEmpty)
+            #expect(await client.status().uploadsWaiting == 1)
+            var again: SurveyClientError?
+            do throws(SurveyClientError) { try await client.submit(answers: ["mood": "5"], for: setup.surveyID) } catch { again = error }
+            #expect(again?.code == "submission_pending")
             try await Task.sleep(for: .milliseconds(1200))
             #expect(try await trio.admin.submissions(study: setup.study.studyID).isEmpty)
             // The server recovers: the background retry delivers it, once.

@@ -107,11 +107,23 @@ public actor SurveyClient {
 
     /// Surveys stored and not yet answered, oldest first.
     public func pendingSurveys() -> [StoredSurvey] {
-        files.list(StoredSurvey.self, in: files.surveysURL).map(\.1).sorted { $0.receivedAt < $1.receivedAt }
+        // A survey whose answers wait in the upload outbox is being submitted: it is not shown again.
+        let submitting = Set(files.list(PendingUpload.self, in: files.uploadsURL).map(\.1.surveyID))
+        return files.list(StoredSurvey.self, in: files.surveysURL).map(\.1).filter { !submitting.contains($0.surveyID) }
+            .sorted { $0.receivedAt < $1.receivedAt }
     }
 
     /// The relay token in use.
     public var pushToken: String? { state.relayToken }
+
+    /// What the client holds right now (for `survey-cli device status` and tests).
+    public func status() -> SurveyClientStatus {
+        SurveyClientStatus(registered: state.registered, studyID: state.studyID, pushToken: state.relayToken,
+                           pendingSurveys: pendingSurveys().map(\.surveyID),
+                           uploadsWaiting: files.list(PendingUpload.self, in: files.uploadsURL).count,
+                           pingsWaiting: files.list(PendingPing.self, in: files.pingsURL).count,
+                           eventsWaiting: state.pendingEvents.count, quarantined: files.quarantined())
+    }
     /// True once `/register_user` succeeded.
     public var isRegistered: Bool { state.registered }
     /// The telemetry client id.
@@ -244,8 +256,12 @@ public actor SurveyClient {
             return
         }
         let uuids = push.allUUIDs
-        let known = (!push.nonce.isEmpty && state.seenNonces.contains(push.nonce))
-            || (!uuids.isEmpty && uuids.allSatisfy { state.seenUUIDs.contains($0) })
+        // Occurrences already shown (remembered) or already stored (a crash came between storing and remembering).
+        let storedUUIDs = Set(files.list(StoredSurvey.self, in: files.surveysURL).flatMap(\.1.scheduleUUIDs))
+        func handled(_ list: [String]) -> Bool {
+            !list.isEmpty && list.allSatisfy { state.seenUUIDs.contains($0) || storedUUIDs.contains($0) }
+        }
+        let known = (!push.nonce.isEmpty && state.seenNonces.contains(push.nonce)) || handled(uuids)
         if known {
             await ack(message.id)
             lastHandledMessageID = message.id
@@ -254,20 +270,27 @@ public actor SurveyClient {
         }
         emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
         record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
+        var surfaced: [StoredSurvey] = []
+        var surfacedUUIDs: [String] = []
         var allStored = true
         for surveyID in push.surveyIDs {
+            let its = push.surveyUUIDs[surveyID] ?? []
+            // Shown by an earlier delivery of this push (the rest of it failed then).
+            if handled(its) { continue }
             do {
-                let stored = try await fetchAndStore(surveyID: surveyID, uuids: push.surveyUUIDs[surveyID] ?? [], sentTime: push.sentTime)
-                emit(.surveyAvailable(stored))
+                surfaced.append(try await fetchAndStore(surveyID: surveyID, uuids: its, sentTime: push.sentTime))
+                surfacedUUIDs += its
             } catch {
                 allStored = false
                 emit(.error(error))
             }
         }
+        // Remembered before anything is shown: from here on no crash can surface these occurrences again.
+        state.remember(nonce: allStored ? push.nonce : "", uuids: surfacedUUIDs)
+        try? save()
+        for stored in surfaced { emit(.surveyAvailable(stored)) }
         // Only a fully handled push is acked; otherwise the relay sends it again on reconnect.
         if allStored {
-            state.remember(nonce: push.nonce, uuids: uuids)
-            try? save()
             await ack(message.id)
             lastHandledMessageID = message.id
         } else {
@@ -348,6 +371,10 @@ public actor SurveyClient {
         guard let stored = files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) else {
             throw SurveyClientError(code: "survey_not_found", message: "no stored survey \(surveyID)")
         }
+        if files.list(PendingUpload.self, in: files.uploadsURL).contains(where: { $0.1.surveyID == surveyID }) {
+            throw SurveyClientError(code: "submission_pending",
+                                    message: "answers to \(surveyID) are already waiting to be uploaded; they are retried until the server takes them")
+        }
         let rows = Self.answerRows(for: stored.entry, answers: answers)
         let body: String
         do {
@@ -393,14 +420,17 @@ public actor SurveyClient {
         let response = try await api.upload(form)
         let text = response.text
         if response.status == 200 {
-            files.remove(files.uploadURL(pending.fileName))
             if text == "upload successful." {
+                // The survey goes before its outbox file: a crash in between leaves the file, whose retry the server
+                // stores once (same name); the other order would leave the survey to be answered a second time.
                 files.remove(files.surveyURL(pending.surveyID))
+                files.remove(files.uploadURL(pending.fileName))
                 record(category: "survey", name: "submitted", extra: ["survey_id": pending.surveyID])
                 emit(.submitted(surveyID: pending.surveyID, fileName: pending.fileName))
                 return
             }
             // Beiwe's 200 for a file it can never accept: the device deletes the file, the survey stays.
+            files.remove(files.uploadURL(pending.fileName))
             let error = SurveyClientError(code: "upload_rejected", message: text, status: 200)
             emit(.error(error))
             throw error
@@ -538,8 +568,8 @@ public actor SurveyClient {
     public func flushTelemetry() async throws(SurveyClientError) -> String? {
         var documentID: String?
         if !state.pendingEvents.isEmpty {
+            let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: state.pingSeq)
             let ping = PingBuilder.ping(state: &state, configuration: configuration, now: now(), reason: "flush")
-            let id = UUID().uuidString.lowercased()
             try files.write(PendingPing(documentID: id, pingName: "events", body: ping), to: files.pingURL(id))
             try save()
             documentID = id

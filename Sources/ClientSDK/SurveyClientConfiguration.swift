@@ -90,3 +90,25 @@ public struct SurveyClientError: Error, Sendable, Equatable, CustomStringConvert
 
     public var description: String { "\(code)\(status.map { " (\($0))" } ?? ""): \(message)" }
 }
+
+/// A snapshot of a client's storage.
+public struct SurveyClientStatus: Sendable, Codable, Equatable {
+    public var registered: Bool
+    public var studyID: String?
+    public var pushToken: String?
+    /// Surveys stored and not yet submitted, oldest first.
+    public var pendingSurveys: [String]
+    /// Encrypted answer files not yet accepted by the server.
+    public var uploadsWaiting: Int
+    /// Telemetry pings not yet accepted.
+    public var pingsWaiting: Int
+    /// Recorded events not yet in a ping.
+    public var eventsWaiting: Int
+    /// Files moved aside because they could not be read.
+    public var quarantined: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case registered, studyID = "study_id", pushToken = "push_token", pendingSurveys = "pending_surveys"
+        case uploadsWaiting = "uploads_waiting", pingsWaiting = "pings_waiting", eventsWaiting = "events_waiting", quarantined
+    }
+}

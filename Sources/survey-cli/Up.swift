@@ -45,6 +45,25 @@ final class SignalWaiter {
         }
     }
 
+    /// Waits for a signal, or until `limit` has passed (nil: no limit). True when a signal came.
+    func wait(upTo limit: Duration?) async -> Bool {
+        let stream = self.stream
+        let signalled = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { for await _ in stream { return true }; return true }
+            if let limit {
+                group.addTask {
+                    try? await Task.sleep(for: limit)
+                    return false
+                }
+            }
+            let first = await group.next() ?? true
+            group.cancelAll()
+            return first
+        }
+        withExtendedLifetime(sources) {}
+        return signalled
+    }
+
     func waitOrChildExit(_ trio: Trio) async -> Reason {
         let stream = self.stream
         let reason = await withTaskGroup(of: Reason.self) { group in

@@ -1,0 +1,253 @@
+import ArgumentParser
+import ClientSDK
+import Foundation
+import Logging
+import SurveyWire
+import TrioTesting
+
+/// `survey-cli device ...`: one simulated participant device kept in a directory, so a shell user or a test in another
+/// language can be a participant. Every command prints JSON lines on stdout.
+struct Device: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Act as a participant's device: register, listen for pushes, answer surveys, show status (JSON lines).",
+        subcommands: [DeviceRegister.self, DeviceListen.self, DeviceAnswer.self, DeviceStatus.self])
+}
+
+/// What `device register` keeps in the data directory (`device.json`) so later commands need only `--data-dir`.
+struct DeviceProfile: Codable {
+    var server: String
+    var relay: String
+    var patientID: String
+    var temporaryPassword: String
+    var newPassword: String?
+    var platform: String
+    var timeZone: String
+
+    enum CodingKeys: String, CodingKey {
+        case server, relay, patientID = "patient_id", temporaryPassword = "temporary_password", newPassword = "new_password"
+        case platform, timeZone = "timezone"
+    }
+
+    static func url(_ dataDir: String) -> URL { URL(fileURLWithPath: dataDir).appendingPathComponent("device.json") }
+
+    static func load(_ dataDir: String) throws -> DeviceProfile {
+        let url = url(dataDir)
+        guard let data = try? Data(contentsOf: url) else {
+            throw DeviceFailure(code: "not_set_up", message: "no \(url.path): run `survey-cli device register --data-dir \(dataDir) ...` first")
+        }
+        do {
+            return try WireJSON.decode(DeviceProfile.self, from: data)
+        } catch {
+            throw DeviceFailure(code: "bad_profile", message: "\(url.path) cannot be read: \(error)")
+        }
+    }
+
+    func configuration(_ dataDir: String) -> SurveyClientConfiguration {
+        SurveyClientConfiguration(serverURL: server, relayURL: relay, storageDirectory: URL(fileURLWithPath: dataDir),
+                                  patientID: patientID, temporaryPassword: temporaryPassword, newPassword: newPassword,
+                                  platform: platform == "ios" ? .ios : .android, timeZone: timeZone)
+    }
+}
+
+/// A device command that failed: printed as a JSON `error` line, exit status 1.
+struct DeviceFailure: Error {
+    var code: String
+    var message: String
+}
+
+/// JSON lines on stdout, written at once (the reader may be another process waiting for them).
+enum DeviceOutput {
+    static func line(_ object: [String: JSONValue]) {
+        let text = (try? WireJSON.encodeString(JSONValue.object(object))) ?? "{}"
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func event(_ event: SurveyClientEvent) {
+        switch event {
+        case .registered(let study, let scheduling, let zone):
+            line(["event": "registered", "study_id": .string(study), "scheduling": .string(scheduling), "timezone": .string(zone)])
+        case .pushReceived(let id, let surveys):
+            line(["event": "push_received", "message_id": .string(id), "survey_ids": .array(surveys.map { .string($0) })])
+        case .duplicateIgnored(let id):
+            line(["event": "duplicate_ignored", "message_id": .string(id)])
+        case .streamReconnecting(let reason):
+            line(["event": "stream_reconnecting", "reason": .string(reason)])
+        case .surveyAvailable(let survey):
+            line(["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.entry.name ?? ""),
+                  "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)])
+        case .submitted(let survey, let file):
+            line(["event": "submitted", "survey_id": .string(survey), "file_name": .string(file)])
+        case .telemetrySent(let document, let events):
+            line(["event": "telemetry_sent", "document_id": .string(document), "events": .number(Double(events))])
+        case .error(let error):
+            failure(error.code, error.message, status: error.status)
+        }
+    }
+
+    static func failure(_ code: String, _ message: String, status: Int? = nil) {
+        var object: [String: JSONValue] = ["event": "error", "code": .string(code), "message": .string(message)]
+        if let status { object["status"] = .number(Double(status)) }
+        line(object)
+    }
+
+    /// Runs `body`, printing a failure as an `error` line and exiting 1.
+    static func run(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch {
+            if let failed = error as? DeviceFailure {
+                failure(failed.code, failed.message)
+            } else if let failed = error as? SurveyClientError {
+                failure(failed.code, failed.message, status: failed.status)
+            } else {
+                failure("error", "\(error)")
+            }
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Logs go to stderr at warning and up, so stdout carries only JSON lines.
+func deviceLogger() -> Logger {
+    var logger = Logger(label: "survey-cli.device") { StreamLogHandler.standardError(label: $0) }
+    logger.logLevel = .warning
+    return logger
+}
+
+struct DeviceRegister: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "register",
+                                                    abstract: "Get a relay token, register with the study server, keep the device in --data-dir.")
+    @Option(help: "Directory holding this device.") var dataDir: String
+    @Option(help: "Study server URL.") var server: String
+    @Option(help: "Push relay URL.") var relay: String
+    @Option(help: "Participant id.") var patientId: String
+    @Option(help: "Temporary password from the study.") var password: String
+    @Option(help: "New password sent at registration (default: the temporary one).") var newPassword: String?
+    @Option(help: "android or ios.") var platform = "android"
+    @Option(help: "Device time zone (tz database name).") var timezone = "America/New_York"
+
+    func validate() throws {
+        guard ["android", "ios"].contains(platform) else { throw ValidationError("--platform must be android or ios") }
+    }
+
+    func run() async throws {
+        try await DeviceOutput.run {
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            let profile = DeviceProfile(server: server, relay: relay, patientID: patientId, temporaryPassword: password,
+                                        newPassword: newPassword, platform: platform, timeZone: timezone)
+            try WireJSON.encode(profile).write(to: DeviceProfile.url(dataDir), options: .atomic)
+            let client = try SurveyClient(configuration: profile.configuration(dataDir), logger: deviceLogger())
+            let events = Task { for await event in client.events { DeviceOutput.event(event) } }
+            do {
+                try await client.start()
+            } catch {
+                await client.close()
+                _ = await events.value
+                throw error
+            }
+            await client.close()
+            _ = await events.value
+        }
+    }
+}
+
+struct DeviceListen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "listen",
+        abstract: "Run the device: print one JSON line per event until SIGTERM/SIGINT or --for has passed.",
+        discussion: """
+            Prints {"event":"listening"} once started. With --auto-answer every survey that becomes available (and every one \
+            stored from before) is answered at once.
+            """)
+    @Option(help: "Directory holding this device.") var dataDir: String
+    @Option(name: .customLong("for"), help: "Stop after this long, e.g. 30s (default: until a signal).") var duration: String?
+    @Flag(help: "Answer each available survey at once (every question with --answer-value).") var autoAnswer = false
+    @Option(help: "The answer --auto-answer gives every question.") var answerValue = "1"
+    @Option(help: "Events per telemetry ping (a ping goes out when this many wait).") var telemetryBatch = 50
+
+    func run() async throws {
+        let limit: Duration?
+        do {
+            limit = try duration.map { try parseDuration($0, flag: "--for") }
+        } catch {
+            throw ValidationError("--for: \(error)")
+        }
+        try await DeviceOutput.run {
+            let signals = SignalWaiter([SIGTERM, SIGINT])
+            let profile = try DeviceProfile.load(dataDir)
+            var configuration = profile.configuration(dataDir)
+            configuration.telemetryBatchSize = max(1, telemetryBatch)
+            let client = try SurveyClient(configuration: configuration, logger: deviceLogger())
+            let autoAnswer = self.autoAnswer, value = answerValue
+            let events = Task {
+                for await event in client.events {
+                    DeviceOutput.event(event)
+                    if autoAnswer, case .surveyAvailable(let survey) = event {
+                        Task { try? await DeviceListen.answer(client, survey, value) }
+                    }
+                }
+            }
+            try await client.start()
+            if autoAnswer {
+                for survey in await client.pendingSurveys() { try? await Self.answer(client, survey, value) }
+            }
+            DeviceOutput.line(["event": "listening"])
+            _ = await signals.wait(upTo: limit)
+            await client.close()
+            _ = await events.value
+        }
+    }
+
+    static func answer(_ client: SurveyClient, _ survey: StoredSurvey, _ value: String) async throws {
+        var answers: [String: String] = [:]
+        for question in survey.entry.content {
+            if let id = question["question_id"]?.stringValue { answers[id] = value }
+        }
+        try await client.submit(answers: answers, for: survey.surveyID)
+    }
+}
+
+struct DeviceAnswer: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "answer", abstract: "Answer one stored survey and upload it.")
+    @Option(help: "Directory holding this device.") var dataDir: String
+    @Option(help: "The survey to answer.") var survey: String
+    @Option(name: .customLong("answer"), help: "question_id=answer (repeatable); unanswered questions are left empty.")
+    var answers: [String] = []
+
+    func run() async throws {
+        var given: [String: String] = [:]
+        for pair in answers {
+            guard let equals = pair.firstIndex(of: "=") else { throw ValidationError("--answer '\(pair)' is not question_id=answer") }
+            given[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
+        }
+        try await DeviceOutput.run {
+            let profile = try DeviceProfile.load(dataDir)
+            let client = try SurveyClient(configuration: profile.configuration(dataDir), logger: deviceLogger())
+            let events = Task { for await event in client.events { DeviceOutput.event(event) } }
+            defer { events.cancel() }
+            do {
+                try await client.submit(answers: given, for: survey)
+            } catch {
+                await client.close()
+                throw error
+            }
+            await client.close()
+            _ = await events.value
+        }
+    }
+}
+
+struct DeviceStatus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Print what the device holds, as one JSON line.")
+    @Option(help: "Directory holding this device.") var dataDir: String
+
+    func run() async throws {
+        try await DeviceOutput.run {
+            let profile = try DeviceProfile.load(dataDir)
+            let client = try SurveyClient(configuration: profile.configuration(dataDir), logger: deviceLogger())
+            let status = await client.status()
+            await client.close()
+            FileHandle.standardOutput.write(Data(((try? WireJSON.encodeString(status)) ?? "{}").utf8 + [10]))
+        }
+    }
+}
