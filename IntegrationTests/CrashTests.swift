@@ -107,7 +107,8 @@ extension Integration {
             var random = SeededRandom(seed: 20_261_122)
             var lines: [String] = []
             let iterations = 50
-            for _ in 0..<iterations {
+            for iteration in 0..<iterations {
+                lines.append("--- run \(iteration)")
                 let listener = try Listener(dataDir: dataDir)
                 try await listener.waitFor("listening")
                 // A push the last run left unacked comes again first; let it be handled before the next one is due, so
@@ -120,6 +121,7 @@ extension Integration {
                 lines += listener.output
             }
             // A last clean run finishes whatever was left: stored surveys, the upload outbox, pings.
+            lines.append("--- last run")
             let last = try Listener(dataDir: dataDir, extra: ["--for", "3s"])
             try await last.waitFor("listening")
             last.process.waitUntilExit()
@@ -143,7 +145,8 @@ extension Integration {
                 return object["schedule_uuids"]?.arrayValue?.compactMap(\.stringValue)
             }
             let allSurfaced = surfaced.flatMap { $0 }
-            #expect(Set(allSurfaced).count == allSurfaced.count, "an occurrence was shown twice")
+            let twice = Set(allSurfaced.filter { uuid in allSurfaced.filter { $0 == uuid }.count > 1 })
+            #expect(twice.isEmpty, "shown twice: \(twice); output:\n\(lines.filter { !$0.contains("telemetry_sent") }.joined(separator: "\n"))")
             // Telemetry: every ping the device reported sent is stored, each document once.
             let stored = try await trio.admin.telemetry()
             #expect(Set(stored.map(\.documentID)).count == stored.count)

@@ -51,6 +51,32 @@ extension Integration {
         }
     }
 
+    /// A new occurrence of a survey whose answers are still on their way is kept, shown once those answers are
+    /// accepted, and answered on its own: two occurrences, two submissions, each shown once.
+    @Test func anOccurrenceArrivingWhileTheLastAnswersAreStuckIsShownAfterThem() async throws {
+        try await Trio.with { trio in
+            let (client, recorder, setup) = try await clientWithSurvey(trio)
+            try await trio.admin.setFaults([.init(route: "/upload", status: 503, probability: 1)])
+            try? await client.submit(answers: ["mood": "4"], for: setup.surveyID)
+            let before = await recorder.count
+            // A week later the survey is due again while the first answers wait in the outbox.
+            let fired = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 7 * 86400)
+            #expect(fired.fired.count == 1)
+            _ = try await recorder.wait(from: before) { if case .pushReceived = $0 { true } else { nil } }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(await recorder.events[before...].contains { if case .surveyAvailable = $0 { true } else { false } } == false)
+            try await trio.admin.setFaults([])
+            let (_, at) = try await recorder.wait(from: before, timeout: .seconds(15)) { if case .submitted = $0 { true } else { nil } }
+            let (again, _) = try await recorder.survey(from: at)
+            #expect(again.scheduleUUIDs.count == 1)
+            #expect(again.scheduleUUIDs.first == fired.fired.first?.scheduleUUIDs.first)
+            try await client.submit(answers: ["mood": "6"], for: setup.surveyID)
+            #expect(try await trio.admin.submissions(study: setup.study.studyID).map { $0.answers.first?.answer } == ["4", "6"])
+            #expect(await client.pendingSurveys().isEmpty)
+            await client.close()
+        }
+    }
+
     @Test func faultsAreSeededDelayedAndScopedToTheirRoute() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio, scheduling: "device")

@@ -41,6 +41,9 @@ public actor SurveyClient {
     private var localScheduleTask: Task<Void, Never>?
     /// Retries the upload outbox with backoff while it is not empty.
     private var uploadRetryTask: Task<Void, Never>?
+    /// Telemetry events on disk, and how many wait in the open log.
+    private let eventLog: EventLog
+    private var eventsWaiting: Int
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
@@ -62,6 +65,16 @@ public actor SurveyClient {
                                 passwordHash: BeiwePassword.deviceHash(configuration.temporaryPassword),
                                 clientID: UUID().uuidString.lowercased())
         }
+        eventLog = try EventLog(directory: configuration.storageDirectory.appendingPathComponent("telemetry"))
+        // Batches already made into pings (a crash came before their log was deleted) go; events an older version
+        // kept in the state move to the log.
+        eventLog.dropSealed(before: state.pingSeq)
+        for event in state.pendingEvents { try eventLog.append(event) }
+        if !state.pendingEvents.isEmpty {
+            state.pendingEvents = []
+            try files.write(state, to: files.stateURL)
+        }
+        eventsWaiting = eventLog.openCount
         (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream()
     }
 
@@ -91,7 +104,9 @@ public actor SurveyClient {
         localScheduleTask = nil
         uploadRetryTask?.cancel()
         uploadRetryTask = nil
-        if !state.pendingEvents.isEmpty { try? await flushTelemetry() }
+        if eventsWaiting > 0 || FileManager.default.fileExists(atPath: eventLog.sealedURL(state.pingSeq).path) {
+            try? await flushTelemetry()
+        }
     }
 
     /// Stops, releases the HTTP client if this client made it and the storage directory's lock; ends ``events``.
@@ -122,7 +137,7 @@ public actor SurveyClient {
                            pendingSurveys: pendingSurveys().map(\.surveyID),
                            uploadsWaiting: files.list(PendingUpload.self, in: files.uploadsURL).count,
                            pingsWaiting: files.list(PendingPing.self, in: files.pingsURL).count,
-                           eventsWaiting: state.pendingEvents.count, quarantined: files.quarantined())
+                           eventsWaiting: eventsWaiting, quarantined: files.quarantined())
     }
     /// True once `/register_user` succeeded.
     public var isRegistered: Bool { state.registered }
@@ -288,7 +303,9 @@ public actor SurveyClient {
         // Remembered before anything is shown: from here on no crash can surface these occurrences again.
         state.remember(nonce: allStored ? push.nonce : "", uuids: surfacedUUIDs)
         try? save()
-        for stored in surfaced { emit(.surveyAvailable(stored)) }
+        // A survey whose earlier answers are still on their way is shown once they are accepted (see `upload`).
+        let submitting = Set(files.list(PendingUpload.self, in: files.uploadsURL).map(\.1.surveyID))
+        for stored in surfaced where !submitting.contains(stored.surveyID) { emit(.surveyAvailable(stored)) }
         // Only a fully handled push is acked; otherwise the relay sends it again on reconnect.
         if allStored {
             await ack(message.id)
@@ -383,7 +400,7 @@ public actor SurveyClient {
             throw SurveyClientError(code: "encryption_failed", message: "\(error)")
         }
         let fileName = SurveyAnswersCSV.fileName(patientID: configuration.patientID, surveyID: surveyID, epochMillis: WireTime.epochMillis(now()))
-        let pending = PendingUpload(fileName: fileName, surveyID: surveyID, body: body)
+        let pending = PendingUpload(fileName: fileName, surveyID: surveyID, body: body, scheduleUUIDs: stored.scheduleUUIDs)
         try files.write(pending, to: files.uploadURL(fileName))
         do {
             try await upload(pending)
@@ -423,10 +440,18 @@ public actor SurveyClient {
             if text == "upload successful." {
                 // The survey goes before its outbox file: a crash in between leaves the file, whose retry the server
                 // stores once (same name); the other order would leave the survey to be answered a second time.
-                files.remove(files.surveyURL(pending.surveyID))
+                // Occurrences that arrived while these answers were on their way stay, and are shown now.
+                let url = files.surveyURL(pending.surveyID)
+                var remaining: StoredSurvey?
+                if let answered = pending.scheduleUUIDs, var stored = files.read(StoredSurvey.self, from: url) {
+                    stored.scheduleUUIDs.removeAll { answered.contains($0) }
+                    if !stored.scheduleUUIDs.isEmpty { remaining = stored }
+                }
+                if let remaining { try files.write(remaining, to: url) } else { files.remove(url) }
                 files.remove(files.uploadURL(pending.fileName))
                 record(category: "survey", name: "submitted", extra: ["survey_id": pending.surveyID])
                 emit(.submitted(surveyID: pending.surveyID, fileName: pending.fileName))
+                if let remaining { emit(.surveyAvailable(remaining)) }
                 return
             }
             // Beiwe's 200 for a file it can never accept: the device deletes the file, the survey stays.
@@ -554,10 +579,14 @@ public actor SurveyClient {
 
     /// Records a telemetry event; a ping is sent once ``SurveyClientConfiguration/telemetryBatchSize`` are waiting.
     public func record(category: String, name: String, extra: [String: String]? = nil) {
-        if state.pendingStart == nil { state.pendingStart = WireTime.format(now(), milliseconds: true) }
-        state.pendingEvents.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
-        try? save()
-        if state.pendingEvents.count >= configuration.telemetryBatchSize {
+        do {
+            try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
+        } catch {
+            logger.warning("telemetry event not recorded", metadata: ["error": "\(error)"])
+            return
+        }
+        eventsWaiting += 1
+        if eventsWaiting >= configuration.telemetryBatchSize {
             Task { try? await self.flushTelemetry() }
         }
     }
@@ -567,12 +596,22 @@ public actor SurveyClient {
     @discardableResult
     public func flushTelemetry() async throws(SurveyClientError) -> String? {
         var documentID: String?
-        if !state.pendingEvents.isEmpty {
-            let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: state.pingSeq)
-            let ping = PingBuilder.ping(state: &state, configuration: configuration, now: now(), reason: "flush")
-            try files.write(PendingPing(documentID: id, pingName: "events", body: ping), to: files.pingURL(id))
+        let seq = state.pingSeq
+        if let sealed = try eventLog.seal(seq: seq) {
+            let batch = eventLog.events(in: sealed)
+            if batch.skipped > 0 { logger.warning("skipped unreadable telemetry events", metadata: ["count": "\(batch.skipped)"]) }
+            eventsWaiting = eventLog.openCount
+            if !batch.events.isEmpty {
+                let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: seq)
+                let ping = PingBuilder.ping(events: batch.events, seq: seq, clientID: state.clientID, configuration: configuration,
+                                            now: now(), reason: "flush")
+                try files.write(PendingPing(documentID: id, pingName: "events", body: ping), to: files.pingURL(id))
+                documentID = id
+            }
+            // The next seq is saved before the batch goes: a crash in between makes this same ping again.
+            state.pingSeq = seq + 1
             try save()
-            documentID = id
+            eventLog.dropSealed(before: seq + 1)
         }
         try await sendPings()
         return documentID

@@ -24,19 +24,47 @@ import SurveyWire
 }
 
 @Suite struct PingBuilderTests {
-    @Test func eventsAreRelativeToThePingStartAndSeqAdvances() {
+    @Test func eventsAreRelativeToTheFirstEventAndIdsFollowTheSeq() {
         let config = SurveyClientConfiguration(serverURL: "http://s", relayURL: "http://r", storageDirectory: URL(fileURLWithPath: "/tmp"),
                                                patientID: "p", temporaryPassword: "x", platform: .ios)
-        var state = ClientState(deviceID: "d", passwordHash: "h", clientID: "c")
-        state.pendingStart = "2026-05-04T14:00:00.000Z"
-        state.pendingEvents = [.init(timestampMillis: WireTime.epochMillis(WireTime.parse("2026-05-04T14:00:01.500Z")!),
-                                     category: "survey", name: "submitted", extra: ["k": "v"])]
-        let ping = PingBuilder.ping(state: &state, configuration: config, now: WireTime.parse("2026-05-04T14:00:02Z")!, reason: "flush")
-        #expect(ping.pingInfo.seq == 0)
-        #expect(ping.events.map(\.timestamp) == [1500])
+        let t0 = WireTime.epochMillis(WireTime.parse("2026-05-04T14:00:00.500Z")!)
+        let events: [ClientState.PendingEvent] = [.init(timestampMillis: t0, category: "survey", name: "received", extra: nil),
+                                                  .init(timestampMillis: t0 + 1500, category: "survey", name: "submitted", extra: ["k": "v"])]
+        let ping = PingBuilder.ping(events: events, seq: 7, clientID: "c", configuration: config, now: WireTime.parse("2026-05-04T14:00:02Z")!,
+                                    reason: "flush")
+        #expect(ping.pingInfo.seq == 7)
+        #expect(ping.pingInfo.startTime == "2026-05-04T14:00:00.500Z")
+        #expect(ping.events.map(\.timestamp) == [0, 1500])
         #expect(ping.clientInfo.os == "iOS")
-        #expect(state.pingSeq == 1)
-        #expect(state.pendingEvents.isEmpty)
+        let id = PingBuilder.documentID(clientID: "c", pingName: "events", seq: 7)
+        #expect(id == PingBuilder.documentID(clientID: "c", pingName: "events", seq: 7))
+        #expect(id != PingBuilder.documentID(clientID: "c", pingName: "events", seq: 8))
+        #expect(UUID(uuidString: id) != nil)
+    }
+}
+
+@Suite struct EventLogTests {
+    @Test func appendSealAndSkipATornLine() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-log-\(UUID().uuidString.prefix(8))")
+        let log = try EventLog(directory: dir)
+        for n in 0..<3 { try log.append(.init(timestampMillis: Int64(n), category: "c", name: "e\(n)", extra: nil)) }
+        // A crash mid-append leaves a torn last line.
+        let handle = try FileHandle(forWritingTo: log.openURL)
+        handle.seekToEndOfFile()
+        handle.write(Data("{\"timestampMillis\": 9, \"categ".utf8))
+        try handle.close()
+        #expect(log.openCount == 3)
+        let sealed = try #require(try log.seal(seq: 4))
+        #expect(sealed.lastPathComponent == "events.4.jsonl")
+        #expect(log.events(in: sealed).events.map(\.name) == ["e0", "e1", "e2"])
+        #expect(log.events(in: sealed).skipped == 1)
+        // Sealing again for the same seq (after a crash) finds the same batch; new events go to a fresh log.
+        try log.append(.init(timestampMillis: 10, category: "c", name: "later", extra: nil))
+        #expect(try log.seal(seq: 4) == sealed)
+        #expect(log.openCount == 1)
+        log.dropSealed(before: 5)
+        #expect(!FileManager.default.fileExists(atPath: sealed.path))
+        #expect(log.openCount == 1)
     }
 }
 

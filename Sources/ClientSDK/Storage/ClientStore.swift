@@ -147,6 +147,8 @@ struct PendingUpload: Codable, Sendable {
     var fileName: String
     var surveyID: String
     var body: String
+    /// The occurrences these answers cover; occurrences that arrived meanwhile stay stored (nil: all of them).
+    var scheduleUUIDs: [String]?
 }
 
 /// A ping waiting to be uploaded.

@@ -12,22 +12,20 @@ enum PingBuilder {
         return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
     }
 
-    static func ping(state: inout ClientState, configuration: SurveyClientConfiguration, now: Date, reason: String) -> TelemetryPing {
-        let start = state.pendingStart ?? WireTime.format(now, milliseconds: true)
-        let startMillis = WireTime.parse(start).map(WireTime.epochMillis) ?? WireTime.epochMillis(now)
-        let events = state.pendingEvents.map {
+    /// Ping number `seq` of `events` (times relative to the first one), made `now` for `reason`.
+    static func ping(events recorded: [ClientState.PendingEvent], seq: Int, clientID: String, configuration: SurveyClientConfiguration,
+                     now: Date, reason: String) -> TelemetryPing {
+        let startMillis = recorded.map(\.timestampMillis).min() ?? WireTime.epochMillis(now)
+        let start = WireTime.format(Date(timeIntervalSince1970: Double(startMillis) / 1000), milliseconds: true)
+        let events = recorded.map {
             TelemetryPing.Event(timestamp: max(0, $0.timestampMillis - startMillis), category: $0.category, name: $0.name, extra: $0.extra)
         }
-        let ping = TelemetryPing(
-            pingInfo: .init(seq: state.pingSeq, startTime: start, endTime: WireTime.format(now, milliseconds: true), reason: reason),
-            clientInfo: .init(clientID: state.clientID, appBuild: SurveyClient.sdkVersion, appDisplayVersion: SurveyClient.sdkVersion,
+        return TelemetryPing(
+            pingInfo: .init(seq: seq, startTime: start, endTime: WireTime.format(now, milliseconds: true), reason: reason),
+            clientInfo: .init(clientID: clientID, appBuild: SurveyClient.sdkVersion, appDisplayVersion: SurveyClient.sdkVersion,
                               os: configuration.platform == .ios ? "iOS" : "Android",
                               osVersion: ProcessInfo.processInfo.operatingSystemVersionString, locale: "en-US",
                               telemetrySDKBuild: "survey-sdk \(SurveyClient.sdkVersion)"),
             events: events, metrics: nil)
-        state.pingSeq += 1
-        state.pendingEvents = []
-        state.pendingStart = nil
-        return ping
     }
 }
