@@ -160,6 +160,13 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(
+            name: "sdk-benchmark",
+            dependencies: ["ClientSDK"],
+            path: "Benchmarks/SDKBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
         // Tests.
         .testTarget(name: "SurveyWireTests", dependencies: ["SurveyWire"], path: "Tests/SurveyWireTests"),
         .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),
