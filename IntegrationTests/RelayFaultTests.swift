@@ -350,5 +350,40 @@ extension Integration {
         #expect(got == ["0", "1", "2"])
         _ = await second.stop()
     }
+
+    /// An uninstalled (or rotated) token: the SDK's stream gets 410, it takes a new token, tells the server with
+    /// `/set_fcm_token`, and the next survey push reaches it. It also sends Beiwe's heartbeat while running.
+    @Test func sdkRenewsAnUnregisteredTokenAndKeepsItsHeartbeat() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            var configuration = clientConfiguration(trio, setup.credentials, storage: temporaryDirectory())
+            configuration.heartbeatInterval = .milliseconds(200)
+            let client = try SurveyClient(configuration: configuration)
+            let recorder = EventRecorder(client)
+            try await client.start()
+            let old = try #require(await client.pushToken)
+            #expect(try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(old)")).status == 204)
+            let (code, _) = try await recorder.wait { if case .error(let e) = $0 { e.code } else { nil } }
+            #expect(code == "token_unregistered")
+            #expect(try await eventually(.seconds(10)) {
+                let current = await client.pushToken
+                guard let current, current != old else { return false }
+                return try await trio.admin.participant(setup.credentials.patientID).pushToken == current
+            })
+            let fresh = try #require(await client.pushToken)
+            #expect(try await eventually { try await trio.control.device(fresh).connected })
+            _ = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 120)
+            let (survey, _) = try await recorder.survey()
+            #expect(survey.surveyID == setup.surveyID)
+            func heartbeats() async throws -> Int {
+                let metrics = try await trio.http.send(HTTPRequest(url: trio.server.url + "/metrics")).text
+                return metrics.split(separator: "\n").filter { $0.contains("route=\"/mobile-heartbeat\"") && !$0.hasPrefix("#") }
+                    .compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            }
+            // One at start, then one every 200 ms.
+            #expect(try await eventually(.seconds(5)) { try await heartbeats() >= 3 })
+            await client.close()
+        }
+    }
 }
 }

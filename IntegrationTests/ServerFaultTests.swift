@@ -77,6 +77,27 @@ extension Integration {
         }
     }
 
+    @Test func pingsRefusedWith503AreRetriedAndStoredOnce() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio, scheduling: "device")
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            let recorder = EventRecorder(client)
+            try await client.start()
+            // Every telemetry path (`/submit/<app>/<ping>/<schema>/<document id>`) answers 503.
+            try await trio.admin.setFaults([.init(route: "/submit/*", status: 503, probability: 1)])
+            await client.record(category: "test", name: "ping_me")
+            _ = try? await client.flushTelemetry()
+            #expect(try await trio.admin.telemetry(clientID: await client.clientID).isEmpty)
+            #expect(await client.status().pingsWaiting == 1)
+            try await trio.admin.setFaults([])
+            let (document, _) = try await recorder.wait(timeout: .seconds(15)) { if case .telemetrySent(let id, _) = $0 { id } else { nil } }
+            let stored = try await trio.admin.telemetry(clientID: await client.clientID)
+            #expect(stored.map(\.documentID) == [document])
+            #expect(await client.status().pingsWaiting == 0)
+            await client.close()
+        }
+    }
+
     @Test func faultsAreSeededDelayedAndScopedToTheirRoute() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio, scheduling: "device")

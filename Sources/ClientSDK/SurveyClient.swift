@@ -39,8 +39,9 @@ public actor SurveyClient {
     /// Set when a push could not be handled: reconnect without `Last-Event-ID` so the relay sends it again.
     private var resumeBlocked = false
     private var localScheduleTask: Task<Void, Never>?
-    /// Retries the upload outbox with backoff while it is not empty.
+    /// Retries the upload and ping outboxes with backoff while they are not empty.
     private var uploadRetryTask: Task<Void, Never>?
+    private var heartbeatTask: Task<Void, Never>?
     /// Telemetry events on disk, and how many wait in the open log.
     private let eventLog: EventLog
     private var eventsWaiting: Int
@@ -94,6 +95,29 @@ public actor SurveyClient {
             _ = try? await checkForSurveys()
             startLocalSchedule()
         }
+        startHeartbeat()
+    }
+
+    /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
+    private func startHeartbeat() {
+        guard heartbeatTask == nil, let interval = configuration.heartbeatInterval else { return }
+        heartbeatTask = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let self else { return }
+                await self.sendHeartbeat()
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    private func sendHeartbeat() async {
+        guard state.registered else { return }
+        do {
+            let response = try await api.post("mobile-heartbeat", api.baseForm(state: state))
+            if !(200..<300).contains(response.status) { logger.info("heartbeat answered \(response.status)") }
+        } catch {
+            logger.info("heartbeat failed", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Stops the push stream and sends waiting telemetry (best effort). The client can be started again.
@@ -104,6 +128,8 @@ public actor SurveyClient {
         localScheduleTask = nil
         uploadRetryTask?.cancel()
         uploadRetryTask = nil
+        heartbeatTask?.cancel()
+        heartbeatTask = nil
         if eventsWaiting > 0 || FileManager.default.fileExists(atPath: eventLog.sealedURL(state.pingSeq).path) {
             try? await flushTelemetry()
         }
@@ -146,6 +172,34 @@ public actor SurveyClient {
 
     // MARK: Relay
 
+    /// A new relay token after the old one stopped working, announced with `/set_fcm_token`; retried with backoff
+    /// until both succeed or the client stops.
+    private func renewToken() async {
+        // Runs inside the old stream task, so `stop()` still cancels it.
+        var failures = 0
+        while !Task.isCancelled {
+            do {
+                try await obtainToken()
+                if state.registered {
+                    var form = api.baseForm(state: state)
+                    form["fcm_token"] = state.relayToken ?? ""
+                    let response = try await api.post("set_fcm_token", form)
+                    guard (200..<300).contains(response.status) else {
+                        throw SurveyClientError(code: "set_token_failed", message: "set_fcm_token answered \(response.status)", status: response.status)
+                    }
+                }
+                guard !Task.isCancelled else { return }
+                streamTask = nil
+                startStream()
+                return
+            } catch {
+                failures += 1
+                logger.info("token renewal failed", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: Self.reconnectDelay(failures: failures))
+            }
+        }
+    }
+
     private func obtainToken() async throws(SurveyClientError) {
         let request: HTTPRequest
         do {
@@ -187,7 +241,9 @@ public actor SurveyClient {
                             await self?.emit(.streamReconnecting(reason: "dead"))
                         }
                     } else if stream.status == 410 || stream.status == 404 {
+                        // The token was rotated or deleted: get a new one, tell the server, stream on it.
                         await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(stream.status) for the stream", status: stream.status)))
+                        await self?.renewToken()
                         return
                     } else {
                         failures += 1
@@ -411,8 +467,8 @@ public actor SurveyClient {
         }
     }
 
-    /// Retries the outbox with exponential backoff and jitter (0.5 s doubling to 60 s, each wait from the upper half
-    /// of its range) until it is empty or the client stops.
+    /// Retries the upload and ping outboxes with exponential backoff and jitter (0.5 s doubling to 60 s, each wait from
+    /// the upper half of its range) until both are empty or the client stops.
     private func scheduleUploadRetry() {
         guard uploadRetryTask == nil else { return }
         uploadRetryTask = Task { [weak self] in
@@ -422,7 +478,9 @@ public actor SurveyClient {
                 let ceiling = min(60.0, 0.5 * pow(2, Double(min(failures - 1, 10))))
                 try? await Task.sleep(for: .milliseconds(Int(Double.random(in: (ceiling / 2)...ceiling) * 1000)))
                 guard let self, !Task.isCancelled else { return }
-                if await self.retryUploads() { break }
+                let uploadsDone = await self.retryUploads()
+                let pingsDone = await self.retryPingsOnce()
+                if uploadsDone && pingsDone { break }
             }
             await self?.uploadRetryEnded()
         }
@@ -613,12 +671,23 @@ public actor SurveyClient {
             try save()
             eventLog.dropSealed(before: seq + 1)
         }
-        try await sendPings()
+        do {
+            try await sendPings()
+        } catch {
+            scheduleUploadRetry()
+            throw error
+        }
         return documentID
     }
 
     private func retryPings() async {
+        if !(await retryPingsOnce()) { scheduleUploadRetry() }
+    }
+
+    /// Tries the ping outbox once; true when it is empty afterwards.
+    private func retryPingsOnce() async -> Bool {
         try? await sendPings()
+        return files.list(PendingPing.self, in: files.pingsURL).isEmpty
     }
 
     private func sendPings() async throws(SurveyClientError) {
@@ -629,7 +698,9 @@ public actor SurveyClient {
                 continue
             }
             var request = HTTPRequest(method: "POST", url: "\(configuration.serverURL)/submit/\(configuration.appID)/\(pending.pingName)/1/\(pending.documentID)",
-                                      headers: [("Content-Type", "application/json; charset=utf-8")], body: body)
+                                      headers: [("Content-Type", "application/json; charset=utf-8"),
+                                                ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion)"),
+                                                ("Date", Self.httpDate(now()))], body: body)
             if configuration.gzipTelemetry {
                 body = Gzip.compress(body)
                 request.body = body
@@ -643,7 +714,7 @@ public actor SurveyClient {
             case 200..<300:
                 files.remove(url)
                 emit(.telemetrySent(documentID: pending.documentID, events: pending.body.events.count))
-            case 400, 413:
+            case 400..<500:
                 // The server will never take it; Glean drops such pings too.
                 files.remove(url)
                 emit(.error(SurveyClientError(code: "telemetry_rejected", message: response.text, status: response.status)))
@@ -654,6 +725,15 @@ public actor SurveyClient {
     }
 
     // MARK: Helpers
+
+    /// An RFC 7231 date (`Sun, 22 Nov 2026 18:00:00 GMT`).
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
 
     private func save() throws(SurveyClientError) {
         try files.write(state, to: files.stateURL)

@@ -32,11 +32,13 @@ public struct SurveyClientConfiguration: Sendable {
     /// The relay's keepalive interval. A stream on which nothing arrives for 2.5 times this is taken as dead
     /// (a connection lost without a FIN) and replaced.
     public var relayKeepalive: Duration
+    /// How often a running client sends Beiwe's `/mobile-heartbeat` (nil: never). Beiwe's apps: every 5 minutes.
+    public var heartbeatInterval: Duration?
 
     public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
                 timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 50,
-                gzipTelemetry: Bool = false, relayKeepalive: Duration = .seconds(25)) {
+                gzipTelemetry: Bool = false, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300)) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
         self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
         self.storageDirectory = storageDirectory
@@ -50,6 +52,7 @@ public struct SurveyClientConfiguration: Sendable {
         self.telemetryBatchSize = max(1, telemetryBatchSize)
         self.gzipTelemetry = gzipTelemetry
         self.relayKeepalive = relayKeepalive
+        self.heartbeatInterval = heartbeatInterval
     }
 }
 

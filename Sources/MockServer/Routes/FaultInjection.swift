@@ -15,12 +15,14 @@ final class FaultTable: Sendable {
 
     private let rules = Mutex<[String: Rule]>([:])
 
-    /// What a request to `path` gets: nil, or a delay and maybe a status.
+    /// What a request to `path` gets: nil, or a delay and maybe a status. An exact route wins over a `/prefix/*` one.
     func decide(path: String) -> (delayMs: Int, status: Int?)? {
         let route = Self.route(of: path)
         return rules.withLock { table -> (Int, Int?)? in
-            guard var rule = table[route] else { return nil }
-            defer { table[route] = rule }
+            let key = table[route] != nil ? route
+                : table.keys.filter { $0.hasSuffix("/*") && route.hasPrefix(String($0.dropLast())) }.max { $0.count < $1.count }
+            guard let key, var rule = table[key] else { return nil }
+            defer { table[key] = rule }
             guard rule.random.chance(rule.spec.probability) else { return nil }
             let delay = rule.spec.delayMs.map { Int.random(in: $0.min...$0.max, using: &rule.random) } ?? 0
             return (delay, rule.spec.status)
@@ -40,7 +42,7 @@ final class FaultTable: Sendable {
         }
     }
 
-    /// `/upload`, `/upload/` and `/upload/ios` are one route.
+    /// `/upload`, `/upload/` and `/upload/ios` are one route; `/submit/*` covers every path under `/submit/`.
     static func route(of path: String) -> String {
         var route = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
         while route.count > 1, route.hasSuffix("/") { route.removeLast() }
