@@ -53,16 +53,7 @@ extension Integration {
 
     @Test func cliExitCodesFollowThresholdsAndReachability() async throws {
         try await Trio.with { trio in
-            func run(_ arguments: [String]) throws -> Int32 {
-                let process = Process()
-                process.executableURL = Executables.url("survey-cli")
-                process.arguments = ["load", "register"] + arguments
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                process.waitUntilExit()
-                return process.terminationStatus
-            }
+            func run(_ arguments: [String]) throws -> Int32 { try Self.surveyCLI(["load", "register"] + arguments) }
             let report = temporaryDirectory("load").appendingPathComponent("report.json")
             #expect(try run(["--server", trio.server.url, "--setup", "10", "--rate", "20", "--duration", "500ms",
                              "--threshold", "errors<1%", "--report", report.path]) == 0)
@@ -115,17 +106,19 @@ extension Integration {
         #expect(s.overall.max >= 5000 && s.overall.max < 5100)
     }
 
-    /// Runs `survey-cli load push ARGUMENTS` and returns its exit status.
-    static func loadPush(_ arguments: [String]) throws -> Int32 {
+    /// Runs `survey-cli ARGUMENTS` (output discarded) and returns its exit status.
+    static func surveyCLI(_ arguments: [String]) throws -> Int32 {
         let process = Process()
         process.executableURL = Executables.url("survey-cli")
-        process.arguments = ["load", "push"] + arguments
+        process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
         return process.terminationStatus
     }
+
+    static func loadPush(_ arguments: [String]) throws -> Int32 { try surveyCLI(["load", "push"] + arguments) }
 
     @Test func pushCLIExitCodes() async throws {
         let run = Self.loadPush

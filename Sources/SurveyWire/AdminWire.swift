@@ -351,14 +351,7 @@ extension AdminWire {
     /// One `PUT /__admin/faults` rule: requests to `route` (with or without a trailing `/` and the `/ios` variant;
     /// `/prefix/*` for every path under a prefix) are hit with `probability`; a hit waits a random time in `delay_ms`, then answers `status` when one is given.
     public struct FaultRule: Codable, Sendable, Equatable {
-        public struct Range: Codable, Sendable, Equatable {
-            public var min: Int
-            public var max: Int
-            public init(min: Int, max: Int) {
-                self.min = min
-                self.max = max
-            }
-        }
+        public typealias Range = MillisecondRange
 
         public var route: String
         public var status: Int?

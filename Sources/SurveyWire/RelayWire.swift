@@ -157,14 +157,7 @@ extension RelayWire {
     /// own), and `{}` clears them. Random choices come from a generator seeded with `seed`, so the same run of events
     /// gets the same faults.
     public struct Faults: Codable, Sendable, Equatable {
-        public struct Range: Codable, Sendable, Equatable {
-            public var min: Int
-            public var max: Int
-            public init(min: Int, max: Int) {
-                self.min = min
-                self.max = max
-            }
-        }
+        public typealias Range = MillisecondRange
 
         public struct Outage: Codable, Sendable, Equatable {
             /// What the provider APIs answer meanwhile (default 503).

@@ -20,3 +20,13 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         return Double.random(in: 0..<1, using: &self) < p
     }
 }
+
+/// A `{"min", "max"}` range of milliseconds, as the fault APIs of both servers take it (`delay_ms`).
+public struct MillisecondRange: Codable, Sendable, Equatable {
+    public var min: Int
+    public var max: Int
+    public init(min: Int, max: Int) {
+        self.min = min
+        self.max = max
+    }
+}
