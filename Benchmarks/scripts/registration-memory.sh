@@ -12,11 +12,8 @@ bin=${BIN:-.build/release}
 work=$(mktemp -d)
 trap 'kill $server_pid 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
-"$bin/mock-server" --data-dir "$work" --kdf-iterations "$kdf" --log-level warning > "$work/ready" &
-server_pid=$!
-for _ in $(seq 1 100); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
-url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/ready" | head -1)
-[ -n "$url" ] || { echo "server did not print READY" >&2; exit 2; }
+source "$(dirname "$0")/lib.sh"
+start_server mock-server --data-dir "$work" --kdf-iterations "$kdf" --log-level warning
 rss() { awk '/^VmRSS|^VmHWM/ {printf "%s %.1f MB  ", $1, $2/1024}' "/proc/$server_pid/status"; echo; }
 echo "server $url (--kdf-iterations $kdf); after start: $(rss)"
 "$bin/survey-cli" load setup --server "$url" --participants "$participants" --out "$work/p.json" >&2

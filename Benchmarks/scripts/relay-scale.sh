@@ -17,12 +17,12 @@ drivers=${4:-2}
 bin=${BIN:-.build/release}
 work=$(mktemp -d)
 pids=()
+relay_pid=""
 trap 'kill ${pids[@]:-} $relay_pid 2>/dev/null || true; wait 2>/dev/null || true; mkdir -p /tmp/relay-scale-last; cp "$work"/*.log "$work"/*.txt /tmp/relay-scale-last/ 2>/dev/null; rm -rf "$work"' EXIT
 
-"$bin/push-relay" --log-level warning > "$work/ready" 2> "$work/relay.log" &
-relay_pid=$!
-for _ in $(seq 1 100); do grep -q READY "$work/ready" 2>/dev/null && break; sleep 0.1; done
-url=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$work/ready" | head -1)
+source "$(dirname "$0")/lib.sh"
+start_server push-relay --log-level warning
+relay_pid=$server_pid
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$relay_pid/status"; }
 connected() { curl -s --max-time 5 "$url/__control/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["connected"])' 2>/dev/null; }
 rss0=$(rss)

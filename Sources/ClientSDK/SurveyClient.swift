@@ -149,9 +149,14 @@ public actor SurveyClient {
     /// Surveys stored and not yet answered, oldest first.
     public func pendingSurveys() -> [StoredSurvey] {
         // A survey whose answers wait in the upload outbox is being submitted: it is not shown again.
-        let submitting = Set(files.list(PendingUpload.self, in: files.uploadsURL).map(\.1.surveyID))
+        let submitting = submittingSurveyIDs()
         return files.list(StoredSurvey.self, in: files.surveysURL).map(\.1).filter { !submitting.contains($0.surveyID) }
             .sorted { $0.receivedAt < $1.receivedAt }
+    }
+
+    /// Surveys whose answers wait in the upload outbox ("submitting").
+    private func submittingSurveyIDs() -> Set<String> {
+        Set(files.list(PendingUpload.self, in: files.uploadsURL).map(\.1.surveyID))
     }
 
     /// The relay token in use.
@@ -360,7 +365,7 @@ public actor SurveyClient {
         state.remember(nonce: allStored ? push.nonce : "", uuids: surfacedUUIDs)
         try? save()
         // A survey whose earlier answers are still on their way is shown once they are accepted (see `upload`).
-        let submitting = Set(files.list(PendingUpload.self, in: files.uploadsURL).map(\.1.surveyID))
+        let submitting = submittingSurveyIDs()
         for stored in surfaced where !submitting.contains(stored.surveyID) { emit(.surveyAvailable(stored)) }
         // Only a fully handled push is acked; otherwise the relay sends it again on reconnect.
         if allStored {
@@ -444,7 +449,7 @@ public actor SurveyClient {
         guard let stored = files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) else {
             throw SurveyClientError(code: "survey_not_found", message: "no stored survey \(surveyID)")
         }
-        if files.list(PendingUpload.self, in: files.uploadsURL).contains(where: { $0.1.surveyID == surveyID }) {
+        if submittingSurveyIDs().contains(surveyID) {
             throw SurveyClientError(code: "submission_pending",
                                     message: "answers to \(surveyID) are already waiting to be uploaded; they are retried until the server takes them")
         }

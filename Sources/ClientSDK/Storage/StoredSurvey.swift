@@ -45,9 +45,8 @@ struct ClientState: Codable, Sendable {
     var checkFrequencySeconds: Int?
     var lastSurveyCheck: String?
     var localCheckedThrough: String?
-    /// Telemetry events not yet in a ping.
+    /// Telemetry events kept here by versions before the event log (`telemetry/`); moved to the log at start.
     var pendingEvents: [PendingEvent] = []
-    var pendingStart: String?
 
     struct PendingEvent: Codable, Sendable {
         var timestampMillis: Int64

@@ -339,7 +339,19 @@ actor RelayHub {
     }
 
     private func countFault(_ kind: String) {
-        metrics?.registry.makeCounter(name: "relay_faults_total", labels: [("kind", kind)]).increment()
+        counter("relay_faults_total", "kind", kind)?.increment()
+    }
+
+    /// Counters by name and label value, looked up in the registry once each (the trace records several per push).
+    private var counters: [String: Counter] = [:]
+
+    private func counter(_ name: String, _ label: String, _ value: String) -> Counter? {
+        guard let metrics else { return nil }
+        let key = name + "\u{0}" + value
+        if let known = counters[key] { return known }
+        let made = metrics.registry.makeCounter(name: name, labels: [(label, value)])
+        counters[key] = made
+        return made
     }
 
     // MARK: Control
@@ -403,11 +415,7 @@ actor RelayHub {
     }
 
     private func record(_ entries: [TraceEntry]) {
-        if let metrics {
-            for entry in entries {
-                metrics.registry.makeCounter(name: "relay_messages_total", labels: [("event", entry.event)]).increment()
-            }
-        }
+        for entry in entries { counter("relay_messages_total", "event", entry.event)?.increment() }
         trace.append(contentsOf: entries)
         if trace.count > traceLimit { trace.removeFirst(trace.count - traceLimit) }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Histogram
 
 /// The outcome of a load run; written by `--report` as JSON (`schema` names its version).
 public struct LoadReport: Codable, Sendable {
@@ -83,4 +84,26 @@ public struct LoadReport: Codable, Sendable {
         for (rule, ok) in thresholds.sorted(by: { $0.key < $1.key }) { lines.append("  threshold \(rule): \(ok ? "pass" : "FAIL")") }
         return lines.joined(separator: "\n")
     }
+}
+
+extension LoadReport {
+    /// One second's latencies and outcomes, as both load drivers collect them.
+    typealias SecondBucket = (histogram: Histogram<UInt64>, ok: Int, failed: Int)
+
+    /// Percentiles (ms) of a histogram of microseconds.
+    static func latency(_ h: Histogram<UInt64>) -> Latency {
+        Latency(p50: ms(h.valueAtPercentile(50)), p90: ms(h.valueAtPercentile(90)), p99: ms(h.valueAtPercentile(99)),
+                p999: ms(h.valueAtPercentile(99.9)), max: ms(h.max), mean: h.mean / 1000)
+    }
+
+    /// The per-second rows, in order.
+    static func rows(_ seconds: [Int: SecondBucket]) -> [Second] {
+        seconds.keys.sorted().map { key in
+            let b = seconds[key]!
+            return Second(second: key, succeeded: b.ok, failed: b.failed, p50: ms(b.histogram.valueAtPercentile(50)),
+                          p99: ms(b.histogram.valueAtPercentile(99)))
+        }
+    }
+
+    static func ms(_ micros: UInt64) -> Double { Double(micros) / 1000 }
 }

@@ -56,7 +56,7 @@ final class PushLedger: Sendable {
         var outstanding: [String: Outstanding] = [:]
         var received: Set<String> = []
         var overall = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
-        var seconds: [Int: (histogram: Histogram<UInt64>, ok: Int, failed: Int)] = [:]
+        var seconds: [Int: LoadReport.SecondBucket] = [:]
         var errors: [String: Int] = [:]
         var started = 0, delivered = 0, failed = 0, dropped = 0, late = 0, duplicates = 0, inFlight = 0, foreign = 0
     }
@@ -124,7 +124,7 @@ final class PushLedger: Sendable {
 /// while pushes go to the provider API on a schedule; reports delivery latency from each push's intended send time
 /// to its receipt on the device, provider errors, duplicates, and losses (sent, accepted, never received).
 public enum PushLoad {
-    static func ms(_ micros: UInt64) -> Double { Double(micros) / 1000 }
+    static func ms(_ micros: UInt64) -> Double { LoadReport.ms(micros) }
 
     /// One connected simulated device.
     struct Device: Sendable {
@@ -216,14 +216,9 @@ public enum PushLoad {
             totals: .init(started: s.started, succeeded: s.delivered, failed: s.failed + lost, dropped: s.dropped, late: s.late,
                           seconds: elapsed, throughput: Double(s.delivered) / elapsed,
                           errorRate: finished == 0 ? 0 : Double(s.failed + lost) / Double(finished)),
-            latencyMs: .init(p50: ms(h.valueAtPercentile(50)), p90: ms(h.valueAtPercentile(90)), p99: ms(h.valueAtPercentile(99)),
-                             p999: ms(h.valueAtPercentile(99.9)), max: ms(h.max), mean: h.mean / 1000),
+            latencyMs: LoadReport.latency(h),
             errors: s.errors,
-            perSecond: s.seconds.keys.sorted().map { key in
-                let b = s.seconds[key]!
-                return .init(second: key, succeeded: b.ok, failed: b.failed, p50: ms(b.histogram.valueAtPercentile(50)),
-                             p99: ms(b.histogram.valueAtPercentile(99)))
-            },
+            perSecond: LoadReport.rows(s.seconds),
             correct: lost == 0 && s.duplicates == 0,
             correctness: "\(s.delivered) delivered, \(lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
                 + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected",

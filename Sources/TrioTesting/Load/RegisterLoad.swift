@@ -49,7 +49,7 @@ public struct RegisterLoadOptions: Sendable {
 final class LoadRecorder: Sendable {
     struct State {
         var overall = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
-        var seconds: [Int: (histogram: Histogram<UInt64>, ok: Int, failed: Int)] = [:]
+        var seconds: [Int: LoadReport.SecondBucket] = [:]
         var errors: [String: Int] = [:]
         var started = 0, succeeded = 0, failed = 0, dropped = 0, late = 0, inFlight = 0
         var successIDs: Set<String> = []
@@ -119,7 +119,7 @@ final class LoadRun: Sendable {
 
 /// `survey-cli load register`: virtual devices registering with a PROTOCOL.md §1 server, measured like wrk2/k6.
 public enum RegisterLoad {
-    static func ms(_ micros: UInt64) -> Double { Double(micros) / 1000 }
+    static func ms(_ micros: UInt64) -> Double { LoadReport.ms(micros) }
 
     /// One virtual device's iteration: relay token (optional), `/register_user`, optional `/download_surveys`.
     /// Returns nil on success or an error key (`register_user:403:invalid_credentials`, `transport:connect_failed`).
@@ -258,14 +258,9 @@ public enum RegisterLoad {
             model: modelName, target: options.server,
             totals: .init(started: s.started, succeeded: s.succeeded, failed: s.failed, dropped: s.dropped, late: s.late, seconds: elapsed,
                           throughput: Double(s.succeeded) / elapsed, errorRate: measuredTotal == 0 ? 0 : Double(s.failed) / Double(measuredTotal)),
-            latencyMs: .init(p50: ms(h.valueAtPercentile(50)), p90: ms(h.valueAtPercentile(90)), p99: ms(h.valueAtPercentile(99)),
-                             p999: ms(h.valueAtPercentile(99.9)), max: ms(h.max), mean: h.mean / 1000),
+            latencyMs: LoadReport.latency(h),
             errors: s.errors,
-            perSecond: s.seconds.keys.sorted().map { key in
-                let b = s.seconds[key]!
-                return .init(second: key, succeeded: b.ok, failed: b.failed, p50: ms(b.histogram.valueAtPercentile(50)),
-                             p99: ms(b.histogram.valueAtPercentile(99)))
-            },
+            perSecond: LoadReport.rows(s.seconds),
             correct: correct, correctness: correctness, thresholds: [:])
     }
 }
