@@ -44,6 +44,11 @@ extension Integration {
             #expect(await client.pendingSurveys().map(\.surveyID) == [setup.surveyID])
             let token = try #require(await client.pushToken)
             #expect(try await eventually { try await trio.control.device(token).acked == 1 })
+            // The device confirms the receipt (`notification_uuids`); the push log shows it.
+            #expect(try await eventually {
+                try await trio.admin.pushes(study: setup.study.studyID).first?.confirmedUUIDs == [pending[0].uuid]
+            })
+            #expect(try await eventually { await client.status().receiptsWaiting == 0 })
 
             // Answers are encrypted, uploaded, decrypted by the server; the stored survey is gone.
             try await client.submit(answers: ["mood": "7", "sleep": "Yes", "note": "slept, mostly"], for: setup.surveyID)
@@ -61,16 +66,23 @@ extension Integration {
             // One telemetry ping, stored once even when the same document is sent twice.
             let documentID = try #require(try await client.flushTelemetry())
             let clientID = await client.clientID
-            let pings = try await trio.admin.telemetry(clientID: clientID)
+            let pings = try await trio.admin.telemetry(clientID: clientID, ping: "events")
             #expect(pings.count == 1)
             let ping = try #require(pings.first)
             #expect(ping.documentID == documentID)
-            let names = ping.body["events"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+            let events = ping.body["events"]?.arrayValue ?? []
+            let names = events.filter { $0["category"]?.stringValue != "mma" }.compactMap { $0["name"]?.stringValue }
             #expect(names == ["registered", "push_received", "submitted"])
+            // The MMA session start and launch events ride in the same ping.
+            let mma = events.filter { $0["category"]?.stringValue == "mma" }
+            #expect(mma.compactMap { $0["name"]?.stringValue } == ["start", "track", "track"])
+            #expect(mma.compactMap { $0["extra"]?["event"]?.stringValue } == ["E_First_Run", "E_Opened_App"])
             let resend = HTTPRequest(method: "POST", url: "\(trio.server.url)/submit/survey-sdk/events/1/\(documentID)",
                                      headers: [("Content-Type", "application/json")], body: Array(try WireJSON.encode(ping.body)))
             #expect(try await trio.http.send(resend).status == 200)
-            #expect(try await trio.admin.telemetry(clientID: clientID).count == 1)
+            #expect(try await trio.admin.telemetry(clientID: clientID, ping: "events").count == 1)
+            // The session's baseline ping (`active`) went at start.
+            #expect(try await trio.admin.telemetry(clientID: clientID, ping: "baseline").compactMap { $0.body["ping_info"]?["reason"]?.stringValue } == ["active"])
 
             let stats = try await trio.admin.stats(setup.study.studyID)
             #expect(stats.pushesSent == 1)

@@ -182,7 +182,8 @@ extension Integration {
             #expect(badClock.status == 400)
 
             #expect(try await trio.admin.stats(setup.study.studyID) == before)
-            #expect(try await trio.admin.telemetry().isEmpty)
+            // None of the bad pings was stored (the client's own session pings were).
+            #expect(try await trio.admin.telemetry().filter { $0.documentID.hasPrefix("doc-") }.isEmpty)
             await client.close()
         }
     }

@@ -87,11 +87,11 @@ extension Integration {
             try await trio.admin.setFaults([.init(route: "/submit/*", status: 503, probability: 1)])
             await client.record(category: "test", name: "ping_me")
             _ = try? await client.flushTelemetry()
-            #expect(try await trio.admin.telemetry(clientID: await client.clientID).isEmpty)
+            #expect(try await trio.admin.telemetry(clientID: await client.clientID, ping: "events").isEmpty)
             #expect(await client.status().pingsWaiting == 1)
             try await trio.admin.setFaults([])
-            let (document, _) = try await recorder.wait(timeout: .seconds(15)) { if case .telemetrySent(let id, _) = $0 { id } else { nil } }
-            let stored = try await trio.admin.telemetry(clientID: await client.clientID)
+            let (document, _) = try await recorder.wait(timeout: .seconds(15)) { if case .telemetrySent(let id, _, "events") = $0 { id } else { nil } }
+            let stored = try await trio.admin.telemetry(clientID: await client.clientID, ping: "events")
             #expect(stored.map(\.documentID) == [document])
             #expect(await client.status().pingsWaiting == 0)
             await client.close()

@@ -25,14 +25,14 @@ public actor SurveyClient {
     public nonisolated let events: AsyncStream<SurveyClientEvent>
     private let continuation: AsyncStream<SurveyClientEvent>.Continuation
 
-    private let configuration: SurveyClientConfiguration
-    private let http: HTTPClient
+    let configuration: SurveyClientConfiguration
+    let http: HTTPClient
     private let ownsHTTP: Bool
-    private let api: MobileAPI
-    private let files: ClientStore
-    private let logger: Logger
-    private let now: @Sendable () -> Date
-    private var state: ClientState
+    let api: MobileAPI
+    let files: ClientStore
+    let logger: Logger
+    let now: @Sendable () -> Date
+    var state: ClientState
     private var streamTask: Task<Void, Never>?
     /// The last relay message fully handled on the stream (sent as `Last-Event-ID` on reconnect).
     private var lastHandledMessageID: String?
@@ -43,8 +43,16 @@ public actor SurveyClient {
     private var uploadRetryTask: Task<Void, Never>?
     private var heartbeatTask: Task<Void, Never>?
     /// Telemetry events on disk, and how many wait in the open log.
-    private let eventLog: EventLog
-    private var eventsWaiting: Int
+    let eventLog: EventLog
+    var eventsWaiting: Int
+    /// Telemetry upload: the rate limiter, pings being sent, and the wake-up at the end of a throttled window.
+    var pingLimiter: PingRateLimiter
+    var pingsInFlight: Set<String> = []
+    var pingWaitTask: Task<Void, Never>?
+    /// The app session (foreground between start/resume and pause/stop), and its MMA heartbeat.
+    var sessionActive = false
+    var sessionStarted: Date?
+    var sessionHeartbeatTask: Task<Void, Never>?
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
@@ -76,16 +84,19 @@ public actor SurveyClient {
             try files.write(state, to: files.stateURL)
         }
         eventsWaiting = eventLog.openCount
+        pingLimiter = PingRateLimiter(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
         (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream()
     }
 
     // MARK: Lifecycle
 
-    /// Gets a relay token (once), opens the push stream (reconnecting on its own), registers (once), and
-    /// retries uploads left from an earlier run.
+    /// Gets a relay token (once), opens the push stream (reconnecting on its own), registers (once), retries uploads
+    /// left from an earlier run, and begins a session: a `dirty_startup` baseline ping when the last run did not end
+    /// cleanly, an `events` ping (`startup`) with events left from it, a `baseline` ping (`active`), MMA `start`.
     /// - Throws: ``SurveyClientError`` when the relay or the server refuses (e.g. `push_token_required`,
     ///   `invalid_credentials`); the stream keeps running only after success.
     public func start() async throws(SurveyClientError) {
+        closePreviousRun()
         if state.relayToken == nil { try await obtainToken() }
         startStream()
         if !state.registered { try await register() }
@@ -96,6 +107,8 @@ public actor SurveyClient {
             startLocalSchedule()
         }
         startHeartbeat()
+        await confirmReceipts()
+        await beginSession(startup: true)
     }
 
     /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
@@ -105,6 +118,7 @@ public actor SurveyClient {
             while !Task.isCancelled {
                 guard let self else { return }
                 await self.sendHeartbeat()
+                await self.confirmReceipts()
                 try? await Task.sleep(for: interval)
             }
         }
@@ -120,7 +134,8 @@ public actor SurveyClient {
         }
     }
 
-    /// Stops the push stream and sends waiting telemetry (best effort). The client can be started again.
+    /// Stops the push stream and ends the session (as ``pause()``: its pings are sent, best effort). The client can be
+    /// started again.
     public func stop() async {
         streamTask?.cancel()
         streamTask = nil
@@ -130,9 +145,9 @@ public actor SurveyClient {
         uploadRetryTask = nil
         heartbeatTask?.cancel()
         heartbeatTask = nil
-        if eventsWaiting > 0 || FileManager.default.fileExists(atPath: eventLog.sealedURL(state.pingSeq).path) {
-            try? await flushTelemetry()
-        }
+        pingWaitTask?.cancel()
+        pingWaitTask = nil
+        await endSession()
     }
 
     /// Stops, releases the HTTP client if this client made it and the storage directory's lock; ends ``events``.
@@ -167,8 +182,10 @@ public actor SurveyClient {
         SurveyClientStatus(registered: state.registered, studyID: state.studyID, pushToken: state.relayToken,
                            pendingSurveys: pendingSurveys().map(\.surveyID),
                            uploadsWaiting: files.list(PendingUpload.self, in: files.uploadsURL).count,
-                           pingsWaiting: files.list(PendingPing.self, in: files.pingsURL).count,
-                           eventsWaiting: eventsWaiting, quarantined: files.quarantined())
+                           pingsWaiting: files.list(PendingPing.self, in: files.pingsURL).count
+                               + files.list(PendingPing.self, in: files.deletionRequestsURL).count,
+                           eventsWaiting: eventsWaiting, quarantined: files.quarantined(), pingsDropped: state.droppedPings ?? [:],
+                           uploadEnabled: isUploadEnabled, receiptsWaiting: state.pendingReceipts?.count ?? 0)
     }
     /// True once `/register_user` succeeded.
     public var isRegistered: Bool { state.registered }
@@ -363,6 +380,7 @@ public actor SurveyClient {
         }
         // Remembered before anything is shown: from here on no crash can surface these occurrences again.
         state.remember(nonce: allStored ? push.nonce : "", uuids: surfacedUUIDs)
+        state.pendingReceipts = (state.pendingReceipts ?? []) + surfacedUUIDs.filter { !(state.pendingReceipts ?? []).contains($0) }
         try? save()
         // A survey whose earlier answers are still on their way is shown once they are accepted (see `upload`).
         let submitting = submittingSurveyIDs()
@@ -374,6 +392,7 @@ public actor SurveyClient {
         } else {
             resumeBlocked = true
         }
+        await confirmReceipts()
     }
 
     private func ack(_ id: String) async {
@@ -474,7 +493,7 @@ public actor SurveyClient {
 
     /// Retries the upload and ping outboxes with exponential backoff and jitter (0.5 s doubling to 60 s, each wait from
     /// the upper half of its range) until both are empty or the client stops.
-    private func scheduleUploadRetry() {
+    func scheduleUploadRetry() {
         guard uploadRetryTask == nil else { return }
         uploadRetryTask = Task { [weak self] in
             var failures = 0
@@ -638,113 +657,13 @@ public actor SurveyClient {
         }
     }
 
-    // MARK: Telemetry
-
-    /// Records a telemetry event; a ping is sent once ``SurveyClientConfiguration/telemetryBatchSize`` are waiting.
-    public func record(category: String, name: String, extra: [String: String]? = nil) {
-        do {
-            try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
-        } catch {
-            logger.warning("telemetry event not recorded", metadata: ["error": "\(error)"])
-            return
-        }
-        eventsWaiting += 1
-        if eventsWaiting >= configuration.telemetryBatchSize {
-            Task { try? await self.flushTelemetry() }
-        }
-    }
-
-    /// Packs waiting events into a ping and uploads it (and any ping left from before).
-    /// - Throws: `transport` or `telemetry_failed` when the server could not take it; the ping stays queued.
-    @discardableResult
-    public func flushTelemetry() async throws(SurveyClientError) -> String? {
-        var documentID: String?
-        let seq = state.pingSeq
-        if let sealed = try eventLog.seal(seq: seq) {
-            let batch = eventLog.events(in: sealed)
-            if batch.skipped > 0 { logger.warning("skipped unreadable telemetry events", metadata: ["count": "\(batch.skipped)"]) }
-            eventsWaiting = eventLog.openCount
-            if !batch.events.isEmpty {
-                let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: seq)
-                let ping = PingBuilder.ping(events: batch.events, seq: seq, clientID: state.clientID, configuration: configuration,
-                                            now: now(), reason: "flush")
-                try files.write(PendingPing(documentID: id, pingName: "events", body: ping), to: files.pingURL(id))
-                documentID = id
-            }
-            // The next seq is saved before the batch goes: a crash in between makes this same ping again.
-            state.pingSeq = seq + 1
-            try save()
-            eventLog.dropSealed(before: seq + 1)
-        }
-        do {
-            try await sendPings()
-        } catch {
-            scheduleUploadRetry()
-            throw error
-        }
-        return documentID
-    }
-
-    private func retryPings() async {
-        if !(await retryPingsOnce()) { scheduleUploadRetry() }
-    }
-
-    /// Tries the ping outbox once; true when it is empty afterwards.
-    private func retryPingsOnce() async -> Bool {
-        try? await sendPings()
-        return files.list(PendingPing.self, in: files.pingsURL).isEmpty
-    }
-
-    private func sendPings() async throws(SurveyClientError) {
-        for (url, pending) in files.list(PendingPing.self, in: files.pingsURL) {
-            var body: [UInt8]
-            do { body = [UInt8](try WireJSON.encode(pending.body)) } catch {
-                files.remove(url)
-                continue
-            }
-            var request = HTTPRequest(method: "POST", url: "\(configuration.serverURL)/submit/\(configuration.appID)/\(pending.pingName)/1/\(pending.documentID)",
-                                      headers: [("Content-Type", "application/json; charset=utf-8"),
-                                                ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion)"),
-                                                ("Date", Self.httpDate(now()))], body: body)
-            if configuration.gzipTelemetry {
-                body = Gzip.compress(body)
-                request.body = body
-                request.headers.append(("Content-Encoding", "gzip"))
-            }
-            let response: HTTPResponse
-            do { response = try await http.send(request) } catch {
-                throw SurveyClientError(code: "transport", message: "telemetry: \(error)")
-            }
-            switch response.status {
-            case 200..<300:
-                files.remove(url)
-                emit(.telemetrySent(documentID: pending.documentID, events: pending.body.events.count))
-            case 400..<500:
-                // The server will never take it; Glean drops such pings too.
-                files.remove(url)
-                emit(.error(SurveyClientError(code: "telemetry_rejected", message: response.text, status: response.status)))
-            default:
-                throw SurveyClientError(code: "telemetry_failed", message: "submit answered \(response.status)", status: response.status)
-            }
-        }
-    }
-
     // MARK: Helpers
 
-    /// An RFC 7231 date (`Sun, 22 Nov 2026 18:00:00 GMT`).
-    static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
-    }
-
-    private func save() throws(SurveyClientError) {
+    func save() throws(SurveyClientError) {
         try files.write(state, to: files.stateURL)
     }
 
-    private func emit(_ event: SurveyClientEvent) {
+    func emit(_ event: SurveyClientEvent) {
         continuation.yield(event)
     }
 }

@@ -25,8 +25,10 @@ public struct SurveyClientConfiguration: Sendable {
     public var timeZone: String
     /// A stable device id; one is generated and kept in storage when nil.
     public var deviceID: String?
-    /// Events per telemetry ping; a ping is sent when this many are waiting.
+    /// Events that make an `events` ping with reason `max_capacity` (Glean: 500).
     public var telemetryBatchSize: Int
+    /// Telemetry collection and upload: opt-out, rate limit, quotas, maximum ping age, MMA heartbeat.
+    public var telemetry: TelemetryConfiguration
     /// Compress pings with gzip.
     public var gzipTelemetry: Bool
     /// The relay's keepalive interval. A stream on which nothing arrives for 2.5 times this is taken as dead
@@ -37,8 +39,9 @@ public struct SurveyClientConfiguration: Sendable {
 
     public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
-                timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 50,
-                gzipTelemetry: Bool = false, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300)) {
+                timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 500,
+                gzipTelemetry: Bool = false, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300),
+                telemetry: TelemetryConfiguration = TelemetryConfiguration()) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
         self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
         self.storageDirectory = storageDirectory
@@ -53,6 +56,7 @@ public struct SurveyClientConfiguration: Sendable {
         self.gzipTelemetry = gzipTelemetry
         self.relayKeepalive = relayKeepalive
         self.heartbeatInterval = heartbeatInterval
+        self.telemetry = telemetry
     }
 }
 
@@ -70,8 +74,8 @@ public enum SurveyClientEvent: Sendable, Equatable {
     case surveyAvailable(StoredSurvey)
     /// Answers were accepted by the server; the stored survey is gone.
     case submitted(surveyID: String, fileName: String)
-    /// A telemetry ping was accepted (or already known) by the server.
-    case telemetrySent(documentID: String, events: Int)
+    /// A telemetry ping (`events`, `baseline`, `deletion-request`) was accepted (or already known) by the server.
+    case telemetrySent(documentID: String, events: Int, ping: String)
     /// Something failed; the client keeps going (retrying where it can).
     case error(SurveyClientError)
 }
@@ -109,9 +113,16 @@ public struct SurveyClientStatus: Sendable, Codable, Equatable {
     public var eventsWaiting: Int
     /// Files moved aside because they could not be read.
     public var quarantined: [String]
+    /// Pings deleted without upload, by reason: `max_age`, `count_quota`, `size_quota`, `too_large`, `rejected` (4xx).
+    public var pingsDropped: [String: Int]
+    /// Whether telemetry is collected and uploaded.
+    public var uploadEnabled: Bool
+    /// Received pushes' schedule uuids not yet confirmed to the server.
+    public var receiptsWaiting: Int
 
     enum CodingKeys: String, CodingKey {
         case registered, studyID = "study_id", pushToken = "push_token", pendingSurveys = "pending_surveys"
         case uploadsWaiting = "uploads_waiting", pingsWaiting = "pings_waiting", eventsWaiting = "events_waiting", quarantined
+        case pingsDropped = "pings_dropped", uploadEnabled = "upload_enabled", receiptsWaiting = "receipts_waiting"
     }
 }

@@ -223,10 +223,12 @@ public enum AdminWire {
         public var relayStatus: Int?
         public var relayReason: String?
         public var nonce: String?
+        /// The push's schedule uuids the device reported receiving (`notification_uuids`); Beiwe's `confirmed_received`.
+        public var confirmedUUIDs: [String]?
         enum CodingKeys: String, CodingKey {
             case uuid, patientID = "patient_id", surveyIDs = "survey_ids", scheduleUUIDs = "schedule_uuids"
             case dueAt = "due_at", sentAt = "sent_at", status, relayStatus = "relay_status"
-            case relayReason = "relay_reason", nonce
+            case relayReason = "relay_reason", nonce, confirmedUUIDs = "confirmed_uuids"
         }
         public init(uuid: String, patientID: String, surveyIDs: [String], scheduleUUIDs: [String], dueAt: String,
                     sentAt: String?, status: String, relayStatus: Int?, relayReason: String?, nonce: String?) {
@@ -263,6 +265,25 @@ public enum AdminWire {
     }
 
     /// A stored telemetry ping.
+    /// `GET /__admin/telemetry/gaps`: one client's stored sequence numbers of one ping name.
+    public struct SeqGaps: Codable, Sendable, Equatable {
+        public var clientID: String
+        public var ping: String
+        /// Distinct `seq` values stored.
+        public var stored: Int
+        public var highest: Int
+        /// Numbers from 0 to `highest` never stored.
+        public var missing: [Int]
+        enum CodingKeys: String, CodingKey { case clientID = "client_id", ping, stored, highest, missing }
+        public init(clientID: String, ping: String, stored: Int, highest: Int, missing: [Int]) {
+            self.clientID = clientID
+            self.ping = ping
+            self.stored = stored
+            self.highest = highest
+            self.missing = missing
+        }
+    }
+
     public struct StoredPing: Codable, Sendable, Equatable {
         public var documentID: String
         public var appID: String

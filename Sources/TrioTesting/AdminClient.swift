@@ -91,6 +91,11 @@ public struct AdminClient: Sendable {
         try await api.get([AdminWire.StoredPing].self, "/__admin/telemetry" + JSONAPI.query([("client_id", clientID), ("ping", ping), ("since", since)]))
     }
 
+    /// Missing `ping_info.seq` numbers per client and ping name.
+    public func telemetryGaps(clientID: String? = nil) async throws -> [AdminWire.SeqGaps] {
+        try await api.get([AdminWire.SeqGaps].self, "/__admin/telemetry/gaps" + JSONAPI.query([("client_id", clientID)]))
+    }
+
     public func clock(study: String) async throws -> AdminWire.Clock { try await api.get(AdminWire.Clock.self, "/__admin/studies/\(study)/clock") }
     public func freezeClock(study: String, at time: String) async throws -> AdminWire.ClockResult {
         try await api.call("POST", "/__admin/studies/\(study)/clock", body: AdminWire.ClockRequest(freezeAt: time)).decode(AdminWire.ClockResult.self)

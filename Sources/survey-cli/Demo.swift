@@ -90,7 +90,9 @@ struct Demo: AsyncParsableCommand {
 
         let document = try await client.flushTelemetry()
         let pings = try await admin.telemetry(clientID: await client.clientID)
-        say("[7/8] telemetry ping \(document ?? "-") sent; server holds \(pings.count) ping(s) with \(pings.first?.body["events"]?.arrayValue?.count ?? 0) events")
+        let eventCount = pings.filter { $0.ping == "events" }.reduce(0) { $0 + ($1.body["events"]?.arrayValue?.count ?? 0) }
+        let names = Set(pings.map(\.ping)).sorted().joined(separator: ", ")
+        say("[7/8] telemetry ping \(document ?? "-") sent; server holds \(pings.count) ping(s) (\(names)) with \(eventCount) events")
         await client.close()
         say("[8/8] demo complete")
     }

@@ -77,8 +77,8 @@ enum DeviceOutput {
                   "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)])
         case .submitted(let survey, let file):
             line(["event": "submitted", "survey_id": .string(survey), "file_name": .string(file)])
-        case .telemetrySent(let document, let events):
-            line(["event": "telemetry_sent", "document_id": .string(document), "events": .number(Double(events))])
+        case .telemetrySent(let document, let events, let ping):
+            line(["event": "telemetry_sent", "document_id": .string(document), "events": .number(Double(events)), "ping": .string(ping)])
         case .error(let error):
             failure(error.code, error.message, status: error.status)
         }
@@ -163,7 +163,9 @@ struct DeviceListen: AsyncParsableCommand {
     @Option(name: .customLong("for"), help: "Stop after this long, e.g. 30s (default: until a signal).") var duration: String?
     @Flag(help: "Answer each available survey at once (every question with --answer-value).") var autoAnswer = false
     @Option(help: "The answer --auto-answer gives every question.") var answerValue = "1"
-    @Option(help: "Events per telemetry ping (a ping goes out when this many wait).") var telemetryBatch = 50
+    @Option(help: "Events that make a telemetry ping (reason max_capacity; Glean: 500).") var telemetryBatch = 500
+    @Option(help: "Telemetry pings uploaded per minute at most (Glean: 15).") var pingsPerMinute = 15
+    @Flag(help: "Opt out of telemetry: delete what is waiting and send one deletion-request ping.") var telemetryOff = false
 
     func run() async throws {
         let limit: Duration?
@@ -177,6 +179,8 @@ struct DeviceListen: AsyncParsableCommand {
             let profile = try DeviceProfile.load(dataDir)
             var configuration = profile.configuration(dataDir)
             configuration.telemetryBatchSize = max(1, telemetryBatch)
+            configuration.telemetry.pingsPerInterval = max(1, pingsPerMinute)
+            configuration.telemetry.uploadEnabled = !telemetryOff
             let client = try SurveyClient(configuration: configuration, logger: deviceLogger())
             let autoAnswer = self.autoAnswer, value = answerValue
             let events = Task {

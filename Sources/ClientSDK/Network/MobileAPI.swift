@@ -12,12 +12,18 @@ struct MobileAPI: Sendable {
             ? "\(configuration.serverURL)/\(endpoint)/ios" : "\(configuration.serverURL)/\(endpoint)"
     }
 
+    /// The fields every request carries, with the receipts (`notification_uuids`) not yet confirmed, as Beiwe's iOS app
+    /// sends them.
     func baseForm(state: ClientState) -> FormBody {
-        FormBody([
+        var form = FormBody([
             ("patient_id", configuration.patientID), ("password", state.passwordHash), ("device_id", state.deviceID),
             ("timezone", configuration.timeZone), ("version_code", SurveyClient.sdkVersion), ("version_name", SurveyClient.sdkVersion),
             ("os_version", ProcessInfo.processInfo.operatingSystemVersionString),
         ])
+        if let receipts = state.pendingReceipts, !receipts.isEmpty, let text = try? WireJSON.encode(receipts) {
+            form["notification_uuids"] = String(decoding: text, as: UTF8.self)
+        }
+        return form
     }
 
     /// POSTs a form; network failures become `transport` errors.

@@ -13,6 +13,7 @@ import Synchronization
 /// read is moved to `quarantine/` with a `.reason` note beside it and logged; the client carries on without it.
 ///
 /// Layout: `state.json`, `surveys/<survey id>.json`, `outbox/uploads/<file name>.json`, `outbox/pings/<document id>.json`,
+/// `outbox/deletion_request/<document id>.json`, `telemetry/` (the event log),
 /// `quarantine/`, `lock`.
 struct ClientStore: Sendable {
     let root: URL
@@ -23,6 +24,8 @@ struct ClientStore: Sendable {
     var surveysURL: URL { root.appendingPathComponent("surveys", isDirectory: true) }
     var uploadsURL: URL { root.appendingPathComponent("outbox/uploads", isDirectory: true) }
     var pingsURL: URL { root.appendingPathComponent("outbox/pings", isDirectory: true) }
+    /// Deletion-request pings: kept apart, sent first, never removed by quotas or age.
+    var deletionRequestsURL: URL { root.appendingPathComponent("outbox/deletion_request", isDirectory: true) }
     var quarantineURL: URL { root.appendingPathComponent("quarantine", isDirectory: true) }
 
     /// Creates the layout and takes the directory's lock; `storage_locked` when another client holds it.
@@ -31,7 +34,8 @@ struct ClientStore: Sendable {
         self.logger = logger
         do {
             for dir in [root, root.appendingPathComponent("surveys"), root.appendingPathComponent("outbox/uploads"),
-                        root.appendingPathComponent("outbox/pings"), root.appendingPathComponent("quarantine")] {
+                        root.appendingPathComponent("outbox/pings"), root.appendingPathComponent("outbox/deletion_request"),
+                        root.appendingPathComponent("quarantine")] {
                 try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             }
         } catch {
@@ -156,6 +160,8 @@ struct PendingPing: Codable, Sendable {
     var documentID: String
     var pingName: String
     var body: TelemetryPing
+    /// When the ping was made (ms since 1970); nil in files older versions wrote (the file's time is used then).
+    var createdMillis: Int64?
 }
 
 /// An exclusive `flock` on a directory's lock file, held until released or deinitialized (the kernel drops it when

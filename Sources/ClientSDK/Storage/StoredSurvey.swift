@@ -47,6 +47,21 @@ struct ClientState: Codable, Sendable {
     var localCheckedThrough: String?
     /// Telemetry events kept here by versions before the event log (`telemetry/`); moved to the log at start.
     var pendingEvents: [PendingEvent] = []
+    // Fields below were added after the first release; optional so that older state files still decode.
+    /// Ping sequence numbers by ping name, for pings other than `events` (whose number is `pingSeq`).
+    var seqs: [String: Int]?
+    /// Pings deleted without being uploaded, by reason (`max_age`, `count_quota`, `size_quota`, `too_large`, `rejected`).
+    var droppedPings: [String: Int]?
+    /// The last upload choice (nil: never made; the configuration's default applies).
+    var uploadEnabled: Bool?
+    /// Set while a session is active; still set at start means the last run did not end cleanly (`dirty_startup`).
+    var dirty: Bool?
+    /// MMA: the random device id, the user attributes set so far, and how many times the client was started.
+    var mmaDeviceID: String?
+    var userAttributes: [String: String]?
+    var launches: Int?
+    /// Schedule uuids of received pushes not yet confirmed to the server (`notification_uuids`).
+    var pendingReceipts: [String]?
 
     struct PendingEvent: Codable, Sendable {
         var timestampMillis: Int64

@@ -65,6 +65,14 @@ struct EventLog: Sendable {
         return sealed
     }
 
+    /// Deletes every recorded event, sealed or not (opting out).
+    func deleteAll() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasPrefix("events.") && name.hasSuffix(".jsonl") {
+            unlink(directory.appendingPathComponent(name).path)
+        }
+    }
+
     /// Deletes sealed batches of pings before `seq` (already written as pings).
     func dropSealed(before seq: Int) {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []

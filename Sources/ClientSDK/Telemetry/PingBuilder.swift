@@ -12,9 +12,10 @@ enum PingBuilder {
         return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
     }
 
-    /// Ping number `seq` of `events` (times relative to the first one), made `now` for `reason`.
+    /// Ping number `seq` of `events` (times relative to the first one; none for `baseline` and `deletion-request`),
+    /// made `now` for `reason`.
     static func ping(events recorded: [ClientState.PendingEvent], seq: Int, clientID: String, configuration: SurveyClientConfiguration,
-                     now: Date, reason: String) -> TelemetryPing {
+                     now: Date, reason: String, metrics: JSONValue? = nil) -> TelemetryPing {
         let startMillis = recorded.map(\.timestampMillis).min() ?? WireTime.epochMillis(now)
         let start = WireTime.format(Date(timeIntervalSince1970: Double(startMillis) / 1000), milliseconds: true)
         let events = recorded.map {
@@ -26,6 +27,6 @@ enum PingBuilder {
                               os: configuration.platform == .ios ? "iOS" : "Android",
                               osVersion: ProcessInfo.processInfo.operatingSystemVersionString, locale: "en-US",
                               telemetrySDKBuild: "survey-sdk \(SurveyClient.sdkVersion)"),
-            events: events, metrics: nil)
+            events: events, metrics: metrics)
     }
 }

@@ -1,0 +1,471 @@
+import Foundation
+import SurveyWire
+import Transport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Glean's telemetry pipeline (reference §4): events on disk, `events` / `baseline` / `deletion-request` pings with
+/// persisted sequence numbers, an upload queue with quotas, a rate limit and a maximum age; and the MMA analytics
+/// surface (reference §5) recorded through it.
+extension SurveyClient {
+    /// The client id Glean reports while upload is disabled.
+    public static let disabledClientID = "c0ffeec0-ffee-c0ff-eec0-ffeec0ffeec0"
+    /// Glean truncates event extra values to this many bytes.
+    static let maxExtraValueBytes = 500
+
+    /// Whether telemetry is collected and uploaded (the stored choice, else the configuration's).
+    public var isUploadEnabled: Bool { state.uploadEnabled ?? configuration.telemetry.uploadEnabled }
+
+    // MARK: Recording
+
+    /// Records a telemetry event (appended to disk at once). An `events` ping with reason `max_capacity` is made once
+    /// ``SurveyClientConfiguration/telemetryBatchSize`` events wait. Extra values longer than 500 bytes are truncated,
+    /// as Glean does. Nothing is recorded while upload is disabled.
+    public func record(category: String, name: String, extra: [String: String]? = nil) {
+        guard isUploadEnabled else { return }
+        let extra = extra?.mapValues(Self.truncated)
+        do {
+            try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
+        } catch {
+            logger.warning("telemetry event not recorded", metadata: ["error": "\(error)"])
+            return
+        }
+        eventsWaiting += 1
+        if eventsWaiting >= configuration.telemetryBatchSize {
+            Task { try? await self.submitEventsPing(reason: "max_capacity") }
+        }
+    }
+
+    static func truncated(_ value: String) -> String {
+        guard value.utf8.count > maxExtraValueBytes else { return value }
+        var end = value.utf8.index(value.utf8.startIndex, offsetBy: maxExtraValueBytes)
+        while end > value.startIndex, !value.unicodeScalars.indices.contains(end) { end = value.utf8.index(before: end) }
+        return String(value[..<end])
+    }
+
+    /// Packs waiting events into an `events` ping (reason `flush`: the app asked) and uploads every pending ping.
+    /// - Returns: the new ping's document id, nil when no event was waiting.
+    /// - Throws: `transport` or `telemetry_failed` when the server could not take a ping; it stays queued and is
+    ///   retried in the background.
+    @discardableResult
+    public func flushTelemetry() async throws(SurveyClientError) -> String? {
+        try await submitEventsPing(reason: "flush")
+    }
+
+    /// Makes an `events` ping of the waiting events for `reason` and uploads the queue.
+    @discardableResult
+    func submitEventsPing(reason: String) async throws(SurveyClientError) -> String? {
+        let id = try makeEventsPing(reason: reason)
+        do {
+            try await uploadPings()
+        } catch {
+            scheduleUploadRetry()
+            throw error
+        }
+        return id
+    }
+
+    /// Seals the open event log as ping number `pingSeq` and writes the ping. Synchronous (no suspension), so two
+    /// callers never interleave.
+    func makeEventsPing(reason: String) throws(SurveyClientError) -> String? {
+        guard isUploadEnabled else { return nil }
+        let seq = state.pingSeq
+        guard let sealed = try eventLog.seal(seq: seq) else { return nil }
+        var documentID: String?
+        let batch = eventLog.events(in: sealed)
+        if batch.skipped > 0 { logger.warning("skipped unreadable telemetry events", metadata: ["count": "\(batch.skipped)"]) }
+        eventsWaiting = eventLog.openCount
+        if !batch.events.isEmpty {
+            let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: seq)
+            let ping = PingBuilder.ping(events: batch.events, seq: seq, clientID: state.clientID, configuration: configuration,
+                                        now: now(), reason: reason)
+            try files.write(PendingPing(documentID: id, pingName: "events", body: ping, createdMillis: WireTime.epochMillis(now())),
+                            to: files.pingURL(id))
+            documentID = id
+        }
+        // The next seq is saved before the batch goes: a crash in between makes this same ping again.
+        state.pingSeq = seq + 1
+        try save()
+        eventLog.dropSealed(before: seq + 1)
+        return documentID
+    }
+
+    /// Writes a ping without events (`baseline`, `deletion-request`) with the next number of its name. A file left
+    /// by a crash that came before its number was saved keeps that number (no gap, nothing overwritten).
+    @discardableResult
+    func makePing(_ name: String, reason: String, metrics: JSONValue? = nil, clientID: String? = nil,
+                  directory: URL? = nil) throws(SurveyClientError) -> String {
+        let clientID = clientID ?? state.clientID
+        let directory = directory ?? files.pingsURL
+        var seq = state.seqs?[name] ?? 0
+        func url(_ seq: Int) -> URL {
+            directory.appendingPathComponent(ClientStore.safe(PingBuilder.documentID(clientID: clientID, pingName: name, seq: seq)) + ".json")
+        }
+        while FileManager.default.fileExists(atPath: url(seq).path) { seq += 1 }
+        let id = PingBuilder.documentID(clientID: clientID, pingName: name, seq: seq)
+        let ping = PingBuilder.ping(events: [], seq: seq, clientID: clientID, configuration: configuration, now: now(),
+                                    reason: reason, metrics: metrics)
+        try files.write(PendingPing(documentID: id, pingName: name, body: ping, createdMillis: WireTime.epochMillis(now())), to: url(seq))
+        state.seqs = (state.seqs ?? [:]).merging([name: seq + 1]) { _, new in new }
+        try save()
+        return id
+    }
+
+    // MARK: Upload
+
+    /// Pings waiting: deletion requests first, then the rest oldest first.
+    func pendingPings() -> [(URL, PendingPing)] {
+        let requests = files.list(PendingPing.self, in: files.deletionRequestsURL)
+        guard isUploadEnabled else { return requests }
+        let pings = files.list(PendingPing.self, in: files.pingsURL).map { entry in (entry, entry.1.createdMillis ?? Self.modified(entry.0)) }
+        return requests + pings.sorted { ($0.1, $0.0.1.documentID) < ($1.1, $1.0.1.documentID) }.map(\.0)
+    }
+
+    static func modified(_ url: URL) -> Int64 {
+        let date = (try? FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date) ?? Date()
+        return Int64(date.timeIntervalSince1970 * 1000)
+    }
+
+    /// Deletes the pings the quotas and the maximum age rule out (never deletion requests), counting each by reason.
+    func enforcePingQuotas() {
+        let pings = files.list(PendingPing.self, in: files.pingsURL)
+        var byID: [String: URL] = [:]
+        let entries = pings.map { url, ping -> PingQuota.Entry in
+            byID[ping.documentID] = url
+            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
+            return PingQuota.Entry(id: ping.documentID, bytes: size, createdMillis: ping.createdMillis ?? Self.modified(url))
+        }
+        let removed = PingQuota.overflow(entries, nowMillis: WireTime.epochMillis(now()), configuration: configuration.telemetry)
+        guard !removed.isEmpty else { return }
+        for (id, reason) in removed {
+            if let url = byID[id] { files.remove(url) }
+            countDropped(reason)
+        }
+        logger.warning("deleted pending pings", metadata: ["count": "\(removed.count)", "reasons": "\(Set(removed.map(\.reason)).sorted())"])
+        try? save()
+    }
+
+    func countDropped(_ reason: String) {
+        state.droppedPings = (state.droppedPings ?? [:]).merging([reason: 1], uniquingKeysWith: +)
+    }
+
+    func retryPings() async {
+        if !(await retryPingsOnce()) { scheduleUploadRetry() }
+    }
+
+    /// Tries the ping queue once; true when nothing is left to retry (empty, or only waiting for the rate limit).
+    func retryPingsOnce() async -> Bool {
+        try? await uploadPings()
+        return pendingPings().isEmpty || pingWaitTask != nil
+    }
+
+    /// Uploads the queue in order until it is empty, a ping fails (thrown; the caller retries with backoff) or the
+    /// rate limit is reached (a wake-up is scheduled for the end of the window).
+    func uploadPings() async throws(SurveyClientError) {
+        enforcePingQuotas()
+        for (url, pending) in pendingPings() where !pingsInFlight.contains(pending.documentID) {
+            if let wait = pingLimiter.take(at: .now) {
+                schedulePingWake(after: wait)
+                return
+            }
+            pingsInFlight.insert(pending.documentID)
+            defer { pingsInFlight.remove(pending.documentID) }
+            try await upload(ping: pending, at: url)
+        }
+    }
+
+    private func upload(ping pending: PendingPing, at url: URL) async throws(SurveyClientError) {
+        guard FileManager.default.fileExists(atPath: url.path) else { return }  // sent meanwhile
+        var body: [UInt8]
+        do { body = [UInt8](try WireJSON.encode(pending.body)) } catch {
+            files.remove(url)
+            return
+        }
+        var request = HTTPRequest(method: "POST", url: "\(configuration.serverURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
+                                  headers: [("Content-Type", "application/json; charset=utf-8"),
+                                            ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion) (Swift on Linux)"),
+                                            ("Date", Self.httpDate(now()))], body: body)
+        if configuration.gzipTelemetry {
+            body = Gzip.compress(body)
+            request.body = body
+            request.headers.append(("Content-Encoding", "gzip"))
+        }
+        if body.count > configuration.telemetry.maxPingBodyBytes {
+            files.remove(url)
+            countDropped("too_large")
+            try? save()
+            emit(.error(SurveyClientError(code: "telemetry_too_large", message: "ping \(pending.documentID) is \(body.count) bytes; the limit is \(configuration.telemetry.maxPingBodyBytes)")))
+            return
+        }
+        let response: HTTPResponse
+        do { response = try await http.send(request) } catch {
+            throw SurveyClientError(code: "transport", message: "telemetry: \(error)")
+        }
+        switch response.status {
+        case 200..<300:
+            files.remove(url)
+            emit(.telemetrySent(documentID: pending.documentID, events: pending.body.events.count, ping: pending.pingName))
+        case 400..<500:
+            // The server will never take it; Glean deletes such pings too.
+            files.remove(url)
+            countDropped("rejected")
+            try? save()
+            emit(.error(SurveyClientError(code: "telemetry_rejected", message: response.text, status: response.status)))
+        default:
+            throw SurveyClientError(code: "telemetry_failed", message: "submit answered \(response.status)", status: response.status)
+        }
+    }
+
+    /// Uploads again once the rate limiter's window ends (to the millisecond).
+    private func schedulePingWake(after wait: Duration) {
+        guard pingWaitTask == nil else { return }
+        pingWaitTask = Task { [weak self] in
+            try? await Task.sleep(for: wait)
+            guard let self, !Task.isCancelled else { return }
+            await self.pingWakeEnded()
+            await self.retryPings()
+        }
+    }
+
+    private func pingWakeEnded() { pingWaitTask = nil }
+
+    /// Glean's path form of an application id: lowercased, each run of other characters than letters and digits
+    /// turned into one `-`.
+    static func sanitizedAppID(_ id: String) -> String {
+        var out = ""
+        var dash = false
+        for scalar in id.lowercased().unicodeScalars {
+            if (scalar >= "a" && scalar <= "z") || (scalar >= "0" && scalar <= "9") {
+                out.unicodeScalars.append(scalar)
+                dash = false
+            } else if !dash {
+                out.append("-")
+                dash = true
+            }
+        }
+        return out
+    }
+
+    /// An RFC 7231 date (`Sun, 22 Nov 2026 18:00:00 GMT`).
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    // MARK: Opting out
+
+    /// Turns telemetry collection and upload on or off, and remembers the choice.
+    ///
+    /// Turning it off deletes the waiting events and pings, stops recording, sends one `deletion-request` ping (reason
+    /// `set_upload_enabled`) for the current client id, and reports ``disabledClientID`` from then on. Turning it on
+    /// again starts a new client id.
+    public func setUploadEnabled(_ enabled: Bool) async {
+        guard enabled != isUploadEnabled else {
+            state.uploadEnabled = enabled
+            try? save()
+            return
+        }
+        if enabled {
+            state.uploadEnabled = true
+            state.clientID = UUID().uuidString.lowercased()
+            try? save()
+            if sessionActive { _ = try? makePing("baseline", reason: "active") }
+        } else {
+            disableUpload(reason: "set_upload_enabled")
+        }
+        try? await uploadPings()
+        if !pendingPings().isEmpty { scheduleUploadRetry() }
+    }
+
+    /// Deletes everything collected, queues the deletion request and switches to the disabled client id.
+    func disableUpload(reason: String) {
+        let old = state.clientID
+        eventLog.deleteAll()
+        eventsWaiting = 0
+        for (url, _) in files.list(PendingPing.self, in: files.pingsURL) { files.remove(url) }
+        do {
+            try makePing("deletion-request", reason: reason, clientID: old, directory: files.deletionRequestsURL)
+        } catch {
+            logger.error("deletion-request ping not written", metadata: ["error": "\(error)"])
+        }
+        state.uploadEnabled = false
+        state.clientID = Self.disabledClientID
+        try? save()
+    }
+
+    /// At start: the app's current choice (the configuration) against the stored one. Upload disabled while the client
+    /// was not running sends the deletion request now (reason `at_init`), as Glean does.
+    func applyUploadChoiceAtStart() {
+        let wanted = configuration.telemetry.uploadEnabled
+        switch (state.uploadEnabled, wanted) {
+        case (true?, false):
+            disableUpload(reason: "at_init")
+        case (nil, false) where state.pingSeq > 0 || eventsWaiting > 0:
+            // Collected by a version that did not store the choice.
+            disableUpload(reason: "at_init")
+        case (false?, true):
+            state.uploadEnabled = true
+            state.clientID = UUID().uuidString.lowercased()
+            try? save()
+        case (nil, let choice):
+            state.uploadEnabled = choice
+            if !choice { state.clientID = Self.disabledClientID }
+            try? save()
+        default:
+            break
+        }
+    }
+
+    // MARK: Sessions
+
+    /// The app came to the foreground: a `baseline` ping (`active`), MMA `resumeSession`, and the MMA heartbeat.
+    public func resume() async {
+        await beginSession(startup: false)
+    }
+
+    /// The app went to the background: MMA `pauseSession`, a `baseline` ping (`inactive`, with the session's length)
+    /// and an `events` ping (`inactive`), then an upload.
+    public func pause() async {
+        await endSession()
+    }
+
+    /// True between ``start()`` or ``resume()`` and ``pause()`` or ``stop()``.
+    public var isActive: Bool { sessionActive }
+
+    /// First thing at start, before anything new is recorded: the app's upload choice, a `dirty_startup` baseline
+    /// ping when the last run did not end cleanly, and an `events` ping (`startup`) with the events it left.
+    func closePreviousRun() {
+        guard !sessionActive else { return }
+        applyUploadChoiceAtStart()
+        guard isUploadEnabled else { return }
+        if state.dirty == true {
+            _ = try? makePing("baseline", reason: "dirty_startup")
+            state.dirty = false
+            try? save()
+        }
+        if eventsWaiting > 0 || FileManager.default.fileExists(atPath: eventLog.sealedURL(state.pingSeq).path) {
+            _ = try? makeEventsPing(reason: "startup")
+        }
+    }
+
+    func beginSession(startup: Bool) async {
+        guard !sessionActive else { return }
+        if startup {
+            state.launches = (state.launches ?? 0) + 1
+            if state.mmaDeviceID == nil { state.mmaDeviceID = UUID().uuidString.lowercased() }
+        }
+        sessionActive = true
+        sessionStarted = now()
+        state.dirty = true
+        try? save()
+        if isUploadEnabled { _ = try? makePing("baseline", reason: "active") }
+        if startup {
+            recordMMA("start", ["userAttributes": Self.jsonText(state.userAttributes ?? [:]), "systemName": configuration.platform == .ios ? "iOS" : "Android",
+                                "locale": Locale.current.identifier, "timezone": configuration.timeZone,
+                                "timezoneOffsetSeconds": String(TimeZone(identifier: configuration.timeZone)?.secondsFromGMT(for: now()) ?? 0),
+                                "versionName": Self.sdkVersion, "systemVersion": ProcessInfo.processInfo.operatingSystemVersionString,
+                                "deviceModel": "survey-sdk"])
+            let launches = state.launches ?? 1
+            if launches == 1 { track("E_First_Run") }
+            if launches == 2 { track("E_Second_Run") }
+            track("E_Opened_App")
+        } else {
+            recordMMA("resumeSession", [:])
+        }
+        startSessionHeartbeat()
+        try? await uploadPings()
+        if !pendingPings().isEmpty { scheduleUploadRetry() }
+    }
+
+    func endSession() async {
+        guard sessionActive else { return }
+        recordMMA("pauseSession", [:])
+        sessionHeartbeatTask?.cancel()
+        sessionHeartbeatTask = nil
+        if isUploadEnabled {
+            let seconds = max(0, Int(now().timeIntervalSince(sessionStarted ?? now())))
+            let metrics: JSONValue = ["timespan": ["glean.baseline.duration": ["time_unit": "second", "value": .number(Double(seconds))]]]
+            _ = try? makePing("baseline", reason: "inactive", metrics: metrics)
+            _ = try? makeEventsPing(reason: "inactive")
+        }
+        sessionActive = false
+        sessionStarted = nil
+        state.dirty = false
+        try? save()
+        try? await uploadPings()
+    }
+
+    private func startSessionHeartbeat() {
+        guard sessionHeartbeatTask == nil, let interval = configuration.telemetry.sessionHeartbeat else { return }
+        sessionHeartbeatTask = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !Task.isCancelled else { return }
+                await self.recordMMA("heartbeat", [:])
+            }
+        }
+    }
+
+    // MARK: MMA analytics
+
+    /// Tracks an MMA event (Leanplum's `track`): recorded as telemetry event `mma.track` with the seed's fields
+    /// `event`, `info` (default `""`), `value` (default `0.0`) and `messageId`, plus `userId`, `deviceId`,
+    /// `sdkVersion` and `time` (epoch seconds).
+    public func track(_ event: String, info: String = "", value: Double = 0.0, messageID: String? = nil) {
+        var fields = ["event": event, "info": info, "value": String(value)]
+        if let messageID { fields["messageId"] = messageID }
+        recordMMA("track", fields)
+    }
+
+    /// Sets MMA user attributes (merged into those set before, kept on disk, and sent with every `start`); recorded
+    /// as `mma.setUserAttributes`.
+    public func setUserAttributes(_ attributes: [String: String]) {
+        state.userAttributes = (state.userAttributes ?? [:]).merging(attributes) { _, new in new }
+        try? save()
+        recordMMA("setUserAttributes", ["userAttributes": Self.jsonText(state.userAttributes ?? [:])])
+    }
+
+    /// The MMA user attributes set so far.
+    public var userAttributes: [String: String] { state.userAttributes ?? [:] }
+
+    /// The random MMA device id (also the `userId`, as Firefox's integration sets it).
+    public var analyticsDeviceID: String {
+        if let id = state.mmaDeviceID { return id }
+        let id = UUID().uuidString.lowercased()
+        state.mmaDeviceID = id
+        try? save()
+        return id
+    }
+
+    func recordMMA(_ action: String, _ fields: [String: String]) {
+        guard isUploadEnabled else { return }
+        let device = analyticsDeviceID
+        var extra = fields
+        extra["userId"] = device
+        extra["deviceId"] = device
+        extra["sdkVersion"] = Self.sdkVersion
+        extra["time"] = String(format: "%.3f", now().timeIntervalSince1970)
+        record(category: "mma", name: action, extra: extra)
+    }
+
+    static func jsonText(_ object: [String: String]) -> String {
+        (try? WireJSON.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    // MARK: Receipts
+
+    /// Confirms received pushes to the server (`/confirm_notifications` with `notification_uuids`, which also ride
+    /// on every other request until one succeeds); confirmed ones are forgotten.
+    func confirmReceipts() async {
+        let sent = state.pendingReceipts ?? []
+        guard state.registered, !sent.isEmpty else { return }
+        guard let response = try? await api.post("confirm_notifications", api.baseForm(state: state)),
+              (200..<300).contains(response.status) else { return }
+        state.pendingReceipts?.removeAll { sent.contains($0) }
+        try? save()
+    }
+}
