@@ -11,6 +11,7 @@ let package = Package(
     products: [
         .library(name: "SurveyWire", targets: ["SurveyWire"]),
         .library(name: "Scheduling", targets: ["Scheduling"]),
+        .library(name: "Messaging", targets: ["Messaging"]),
         .library(name: "SurveyCrypto", targets: ["SurveyCrypto"]),
         .library(name: "Transport", targets: ["Transport"]),
         .library(name: "ClientSDK", targets: ["ClientSDK"]),
@@ -41,6 +42,9 @@ let package = Package(
         // Pure modules.
         .target(name: "SurveyWire", dependencies: ["Scheduling"], swiftSettings: swiftSettings),
         .target(name: "Scheduling", swiftSettings: swiftSettings),
+        // JEXL-dialect evaluator, event store, messages, microsurveys, feature merging, onboarding (SHA-256 from
+        // SurveyCrypto for Nimbus's sampling hash).
+        .target(name: "Messaging", dependencies: ["SurveyWire", "SurveyCrypto"], swiftSettings: swiftSettings),
 
         // Wrappers over C libraries.
         .target(name: "SurveyCrypto", dependencies: ["COpenSSL", "CFastPBKDF2"], swiftSettings: swiftSettings),
@@ -170,6 +174,7 @@ let package = Package(
         // Tests.
         .testTarget(name: "SurveyWireTests", dependencies: ["SurveyWire"], path: "Tests/SurveyWireTests"),
         .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),
+        .testTarget(name: "MessagingTests", dependencies: ["Messaging", "SurveyWire"], path: "Tests/MessagingTests"),
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
         .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire"], path: "Tests/PushRelayTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
