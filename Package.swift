@@ -60,7 +60,7 @@ let package = Package(
         .target(
             name: "ClientSDK",
             dependencies: [
-                "SurveyWire", "Scheduling", "SurveyCrypto", "Transport",
+                "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "Messaging",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -85,7 +85,7 @@ let package = Package(
         .target(
             name: "MockServer",
             dependencies: [
-                "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "ServerSupport",
+                "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "ServerSupport", "Messaging",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -190,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["TrioTesting", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport"],
+            dependencies: ["TrioTesting", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "Messaging"],
             path: "IntegrationTests"
         ),
     ]

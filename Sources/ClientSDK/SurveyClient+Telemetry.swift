@@ -360,6 +360,7 @@ extension SurveyClient {
         }
         sessionActive = true
         sessionStarted = now()
+        sessionID = UUID().uuidString.lowercased()
         state.dirty = true
         try? save()
         if isUploadEnabled { _ = try? makePing("baseline", reason: "active") }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Logging
+import Messaging
 import Scheduling
 import SurveyCrypto
 import SurveyWire
@@ -53,6 +54,14 @@ public actor SurveyClient {
     var sessionActive = false
     var sessionStarted: Date?
     var sessionHeartbeatTask: Task<Void, Never>?
+    /// Identifies the current session (message impressions count once per session).
+    var sessionID = UUID().uuidString.lowercased()
+    /// Messaging state read from disk once, then kept in step with what is written.
+    var cachedFeatures: AdminWire.Features?
+    var cachedEventStore: EventStore?
+    var cachedMessageStore: MessageStore?
+    /// Malformed messages and recipe notes already reported.
+    var reportedMalformed: Set<String> = []
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
@@ -108,6 +117,8 @@ public actor SurveyClient {
         }
         startHeartbeat()
         await confirmReceipts()
+        // Feature values for messaging (best effort: the cached copy, or the app's defaults, serve offline).
+        _ = try? await refreshFeatures()
         await beginSession(startup: true)
     }
 

@@ -32,6 +32,7 @@ public struct MockServer: Sendable {
         router.add(middleware: FaultMiddleware(faults: context.faults))
         MobileRoutes(context: context).add(to: router)
         TelemetryRoutes(context: context).add(to: router)
+        FeatureRoutes(context: context).add(to: router)
         AdminRoutes(context: context).add(to: router)
         context.metrics.addRoute(to: router)
         return router

@@ -265,6 +265,28 @@ public enum AdminWire {
     }
 
     /// A stored telemetry ping.
+    /// `GET /features/<app_id>?client_id=`: each feature's value for the client, and the experiments it is in.
+    public struct Features: Codable, Sendable, Equatable {
+        public var features: [String: JSONValue]
+        public var enrollments: [Enrollment]
+        public init(features: [String: JSONValue], enrollments: [Enrollment]) {
+            self.features = features
+            self.enrollments = enrollments
+        }
+    }
+
+    public struct Enrollment: Codable, Sendable, Equatable {
+        public var slug: String
+        public var branch: String
+        public var featureID: String
+        enum CodingKeys: String, CodingKey { case slug, branch, featureID = "feature_id" }
+        public init(slug: String, branch: String, featureID: String) {
+            self.slug = slug
+            self.branch = branch
+            self.featureID = featureID
+        }
+    }
+
     /// `GET /__admin/telemetry/gaps`: one client's stored sequence numbers of one ping name.
     public struct SeqGaps: Codable, Sendable, Equatable {
         public var clientID: String

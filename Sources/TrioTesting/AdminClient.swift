@@ -84,6 +84,14 @@ public struct AdminClient: Sendable {
     public func setFaults(_ rules: [AdminWire.FaultRule]) async throws {
         _ = try await api.call("PUT", "/__admin/faults", body: rules)
     }
+    /// `PUT /__admin/features/{app}/{feature}`: `{"rollout"?: value, "experiment"?: {"slug", "branches": [...]}}`.
+    public func setFeature(app: String, feature: String, _ body: JSONValue) async throws {
+        _ = try await api.call("PUT", "/__admin/features/\(app)/\(feature)", body: body)
+    }
+    /// `GET /features/{app}?client_id=`: what a device with that client id gets.
+    public func features(app: String, clientID: String) async throws -> AdminWire.Features {
+        try await api.get(AdminWire.Features.self, "/features/\(app)" + JSONAPI.query([("client_id", clientID)]))
+    }
     public func submissions(study: String, patient: String? = nil) async throws -> [AdminWire.Submission] {
         try await api.get([AdminWire.Submission].self, "/__admin/studies/\(study)/submissions" + JSONAPI.query([("patient_id", patient)]))
     }

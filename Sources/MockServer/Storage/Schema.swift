@@ -151,6 +151,17 @@ enum Schema {
                 )
                 """)
         }
+        migrator.registerMigration("v4-features") { db in
+            try db.execute(sql: """
+                CREATE TABLE feature (
+                    app_id TEXT NOT NULL,
+                    feature_id TEXT NOT NULL,
+                    config TEXT NOT NULL,
+                    updated_at DOUBLE NOT NULL,
+                    PRIMARY KEY (app_id, feature_id)
+                )
+                """)
+        }
         return migrator
     }
 }

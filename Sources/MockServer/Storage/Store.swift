@@ -75,7 +75,7 @@ final class Store: Sendable {
     func wipe() async throws {
         try await writer.write { db in
             for table in ["notification_report", "heartbeat", "telemetry", "upload", "submission", "push", "occurrence",
-                          "intervention", "survey", "participant", "study_intervention", "study"] {
+                          "intervention", "survey", "participant", "study_intervention", "study", "feature"] {
                 try db.execute(sql: "DELETE FROM \(table)")
             }
         }

@@ -1,0 +1,108 @@
+import ClientSDK
+import Foundation
+import Messaging
+import SurveyWire
+import Testing
+import Transport
+import TrioTesting
+
+extension Integration {
+/// Feature configuration from the mock server, and messaging on a real SDK client against it.
+@Suite(.timeLimit(.minutes(2))) struct MessagingFlowTests {
+    static let mvpRecipe: JSONValue = try! WireJSON.decode(JSONValue.self, from: """
+        {"messages": {"ios-homepage-csat-microsurvey-en": {
+          "trigger-if-all": ["USER_EN_SPEAKER", "MORE_THAN_24H_SINCE_INSTALLED_OR_UPDATED", "SECOND_HOMEPAGE_VIEW"],
+          "style": "MICROSURVEY", "surface": "microsurvey",
+          "text": "How satisfied are you with your Firefox homepage?",
+          "button-label": "Microsurvey/Microsurvey.Prompt.Button.v127", "title": "Microsurvey/Microsurvey.Prompt.TitleLabel.v127",
+          "microsurveyConfig": {"utm-content": "homepage", "icon": "homeLarge", "options": ["Good", "Bad"]}}}}
+        """)
+
+    @Test func featuresAreBucketedPerClientAndBadInputIsRefused() async throws {
+        try await Trio.with { trio in
+            try await trio.admin.setFeature(app: "survey-sdk", feature: "onboarding", [
+                "rollout": ["dismissable": true, "cards": ["welcome": ["title": "Hello"]]],
+                "experiment": ["slug": "new-title", "branches": [["slug": "control", "ratio": 1, "value": [:]],
+                                                                 ["slug": "treatment", "ratio": 1, "value": ["cards": ["welcome": ["title": "{experiment}!"]]]]]],
+            ])
+            var branches: [String: Int] = [:]
+            for n in 0..<40 {
+                let id = "client-\(n)"
+                let answer = try await trio.admin.features(app: "survey-sdk", clientID: id)
+                let again = try await trio.admin.features(app: "survey-sdk", clientID: id)
+                #expect(answer == again)
+                let branch = try #require(answer.enrollments.first)
+                #expect(branch.slug == "new-title" && branch.featureID == "onboarding")
+                branches[branch.branch, default: 0] += 1
+                let title = answer.features["onboarding"]?["cards"]?["welcome"]?["title"]
+                #expect(title == (branch.branch == "treatment" ? "new-title!" : "Hello"))
+                #expect(answer.features["onboarding"]?["dismissable"] == true)
+            }
+            #expect(branches.keys.sorted() == ["control", "treatment"])
+            // Bad input: unknown key, bad branches, missing client id, not JSON; nothing changes.
+            let url = trio.server.url + "/__admin/features/survey-sdk/onboarding"
+            let unknown = try await trio.http.send(.json(url, method: "PUT", body: ["rollout": 1, "trigger": 2] as JSONValue))
+            #expect(unknown.status == 400 && errorCode(unknown) == "unknown_key")
+            let noBranches = try await trio.http.send(.json(url, method: "PUT", body: ["experiment": ["slug": "x", "branches": []]] as JSONValue))
+            #expect(noBranches.status == 400)
+            let notJSON = try await trio.http.send(HTTPRequest(method: "PUT", url: url, body: Array("{".utf8)))
+            #expect(notJSON.status == 400)
+            let noClient = try await trio.http.send(HTTPRequest(url: trio.server.url + "/features/survey-sdk"))
+            #expect(noClient.status == 400 && errorCode(noClient) == "missing_field")
+            #expect(try await trio.admin.features(app: "survey-sdk", clientID: "client-1").enrollments.count == 1)
+            let other = try await trio.admin.features(app: "other-app", clientID: "client-1")
+            #expect(other.features.isEmpty && other.enrollments.isEmpty)
+        }
+    }
+
+    /// The seed's microsurvey served by the mock server: the SDK fetches it at start, shows it at the second homepage
+    /// view, and its telemetry reaches the server; offline, the cached copy still serves.
+    @Test func theServedMicrosurveyRunsOnTheDevice() async throws {
+        try await Trio.with { trio in
+            try await trio.admin.setFeature(app: "survey-sdk", feature: "messaging", ["rollout": Self.mvpRecipe])
+            let setup = try await StudySetup.make(trio, scheduling: "device")
+            let storage = temporaryDirectory("messaging")
+            var configuration = clientConfiguration(trio, setup.credentials, storage: storage)
+            configuration.heartbeatInterval = nil
+            let client = try SurveyClient(configuration: configuration)
+            try await client.start()
+            #expect(await client.features?.features["messaging"] != nil)
+            let context = TargetingContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
+            await client.recordBehavior("homepage_viewed", viewID: "first")
+            await client.recordBehavior("homepage_viewed", viewID: "first")  // the same view again: not counted
+            #expect(try await client.nextMessage(for: "microsurvey", context: context).message == nil)
+            await client.recordBehavior("homepage_viewed", viewID: "second")
+            let message = try #require(try await client.nextMessage(for: "microsurvey", context: context).message)
+            var flow = MicrosurveyFlow(model: try MicrosurveyModel(message: message, strings: StringTables()))
+            for input: MicrosurveyFlow.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Good"), .submit, .confirmationViewed, .closeSurvey] {
+                (flow, _) = try await client.microsurvey(flow, input, message: message)
+            }
+            #expect(flow.step == .finished(.completed))
+            #expect(try await client.nextMessage(for: "microsurvey", context: context).message == nil)
+            _ = try await client.flushTelemetry()
+            let events = try await trio.admin.telemetry(clientID: await client.clientID, ping: "events")
+                .flatMap { $0.body["events"]?.arrayValue ?? [] }
+                .compactMap { event -> String? in
+                    guard let category = event["category"]?.stringValue, ["messaging", "microsurvey"].contains(category) else { return nil }
+                    return category + "." + (event["name"]?.stringValue ?? "")
+                }
+            #expect(events == ["messaging.expired", "messaging.shown", "messaging.clicked", "microsurvey.shown",
+                               "microsurvey.submit_button_tapped", "messaging.completed", "microsurvey.confirmation_shown"])
+            await client.close()
+
+            // Offline: the server refuses /features; the cached recipe still serves a new client on the same storage.
+            try await trio.admin.setFaults([.init(route: "/features/*", status: 503, probability: 1)])
+            let again = try SurveyClient(configuration: configuration)
+            try await again.start()
+            #expect(await again.featureValue("messaging", defaults: [:])["messages"]?["ios-homepage-csat-microsurvey-en"] != nil)
+            // Its state remembers the survey was completed.
+            #expect(try await again.nextMessage(for: "microsurvey", context: context).message == nil)
+            await again.close()
+            // A fresh device that never reached the server: the app's defaults.
+            let fresh = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, storage: temporaryDirectory("messaging")))
+            #expect(await fresh.featureValue("messaging", defaults: ["messages": [:]]) == ["messages": [:]])
+            await fresh.close()
+        }
+    }
+}
+}
