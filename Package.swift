@@ -142,7 +142,7 @@ let package = Package(
         .executableTarget(
             name: "survey-cli",
             dependencies: [
-                "ClientSDK", "TrioTesting", "SurveyWire", "Scheduling",
+                "ClientSDK", "TrioTesting", "SurveyWire", "Scheduling", "Messaging",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ClientSDK
 import Foundation
+import Messaging
 import Scheduling
 import SurveyWire
 import TrioTesting
@@ -43,7 +44,7 @@ struct Demo: AsyncParsableCommand {
         // Monday 2026-05-04 08:59 in America/Chicago (CDT, UTC-5).
         let study = try await admin.createStudy(.init(name: "Demo study", timezone: "America/Chicago", scheduling: "server",
                                                       clock: .init(frozenAt: "2026-05-04T13:59:00Z")))
-        say("[1/8] study \(study.studyID) created, clock frozen at \(study.clock.now) (Monday 08:59 in Chicago)")
+        say("[1/9] study \(study.studyID) created, clock frozen at \(study.clock.now) (Monday 08:59 in Chicago)")
         let credentials = try await admin.createParticipants(study: study.studyID)[0]
         let surveyID = try await admin.createSurvey(study: study.studyID, .init(
             name: "Weekly mood",
@@ -52,7 +53,9 @@ struct Demo: AsyncParsableCommand {
                 ["question_id": "note", "question_type": "free_response", "question_text": "Anything to add?", "text_field_type": "SINGLE_LINE_TEXT"],
             ],
             schedules: [.weekly(dayOfWeek: 1, time: LocalTime(hour: 9, minute: 0), from: nil, until: nil)]))
-        say("[2/8] participant \(credentials.patientID) and survey \(surveyID) (every Monday 09:00 local)")
+        say("[2/9] participant \(credentials.patientID) and survey \(surveyID) (every Monday 09:00 local)")
+        // The seed's MVP microsurvey, served as the `messaging` feature's rollout.
+        try await admin.setFeature(app: "survey-sdk", feature: "messaging", ["rollout": try WireJSON.decode(JSONValue.self, from: Self.mvpRecipe)])
 
         let client = try SurveyClient(configuration: .init(
             serverURL: serverURL, relayURL: relayURL, storageDirectory: deviceDir, patientID: credentials.patientID,
@@ -60,11 +63,11 @@ struct Demo: AsyncParsableCommand {
         var events = client.events.makeAsyncIterator()
         try await client.start()
         guard case .registered(let studyID, let scheduling, let zone)? = await events.next() else { throw DemoError("registration event missing") }
-        say("[3/8] device registered: study \(studyID), scheduling \(scheduling), time zone \(zone), push token \(await client.pushToken?.prefix(16) ?? "")…")
+        say("[3/9] device registered: study \(studyID), scheduling \(scheduling), time zone \(zone), push token \(await client.pushToken?.prefix(16) ?? "")…")
 
         let advanced = try await admin.advanceClock(study: study.studyID, seconds: 120)
         for push in advanced.fired {
-            say("[4/8] clock advanced to \(advanced.now): push \(push.uuid) \(push.status) (relay \(push.relayStatus.map(String.init) ?? "-")) for \(push.surveyIDs)")
+            say("[4/9] clock advanced to \(advanced.now): push \(push.uuid) \(push.status) (relay \(push.relayStatus.map(String.init) ?? "-")) for \(push.surveyIDs)")
         }
         guard advanced.fired.contains(where: { $0.status == "sent" }) else { throw DemoError("no push was sent") }
 
@@ -79,10 +82,10 @@ struct Demo: AsyncParsableCommand {
             }
         }
         guard let stored else { throw DemoError("the survey never arrived") }
-        say("[5/8] spec stored on the device: \"\(stored.entry.name)\" with \(stored.entry.content.count) questions; pending: \(await client.pendingSurveys().count)")
+        say("[5/9] spec stored on the device: \"\(stored.entry.name)\" with \(stored.entry.content.count) questions; pending: \(await client.pendingSurveys().count)")
 
         try await client.submit(answers: ["mood": "7", "note": "slept well"], for: surveyID)
-        say("[6/8] answers encrypted and uploaded; pending surveys now: \(await client.pendingSurveys().count)")
+        say("[6/9] answers encrypted and uploaded; pending surveys now: \(await client.pendingSurveys().count)")
         let submissions = try await admin.submissions(study: study.studyID)
         for answer in submissions.flatMap(\.answers) {
             say("      server decrypted: \(answer.questionID) = \(answer.answer)")
@@ -92,10 +95,55 @@ struct Demo: AsyncParsableCommand {
         let pings = try await admin.telemetry(clientID: await client.clientID)
         let eventCount = pings.filter { $0.ping == "events" }.reduce(0) { $0 + ($1.body["events"]?.arrayValue?.count ?? 0) }
         let names = Set(pings.map(\.ping)).sorted().joined(separator: ", ")
-        say("[7/8] telemetry ping \(document ?? "-") sent; server holds \(pings.count) ping(s) (\(names)) with \(eventCount) events")
+        say("[7/9] telemetry ping \(document ?? "-") sent; server holds \(pings.count) ping(s) (\(names)) with \(eventCount) events")
         await client.close()
-        say("[8/8] demo complete")
+        try await microsurvey(client)
+        say("[9/9] demo complete")
     }
+
+    /// The seed's MVP microsurvey: nothing at the first homepage view, the prompt at the second; answered.
+    func microsurvey(_ client: SurveyClient) async throws {
+        let context = TargetingContext(appName: "Firefox", locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
+        await client.recordBehavior("homepage_viewed", viewID: "homepage-1")
+        let first = try await client.nextMessage(for: "microsurvey", context: context)
+        say("[8/9] homepage view 1: \(first.message == nil ? "no microsurvey" : "microsurvey?!") (SECOND_HOMEPAGE_VIEW = \(first.trace.first?.triggers.last?.result ?? "-"))")
+        await client.recordBehavior("homepage_viewed", viewID: "homepage-2")
+        guard let message = try await client.nextMessage(for: "microsurvey", context: context).message else {
+            throw DemoError("the microsurvey did not appear at the second homepage view")
+        }
+        var flow = MicrosurveyFlow(model: try MicrosurveyModel(message: message, strings: Self.strings))
+        say("      homepage view 2: prompt \"\(flow.model.promptTitle)\" [\(flow.model.promptButtonLabel)]")
+        say("      question \"\(flow.model.question)\" options \(flow.model.options.map { "\"\($0)\"" }.joined(separator: ", "))")
+        for input: MicrosurveyFlow.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Satisfied"), .submit, .confirmationViewed, .closeSurvey] {
+            (flow, _) = try await client.microsurvey(flow, input, message: message)
+        }
+        let again = try await client.nextMessage(for: "microsurvey", context: context).message
+        say("      answered \"Satisfied\": \(flow.step == .finished(.completed) ? "completed" : "\(flow.step)"); shown again: \(again == nil ? "no" : "yes")")
+    }
+
+    static let mvpRecipe = """
+        {"messages": {"ios-homepage-csat-microsurvey-en": {
+          "trigger-if-all": ["USER_EN_SPEAKER", "MORE_THAN_24H_SINCE_INSTALLED_OR_UPDATED", "SECOND_HOMEPAGE_VIEW"],
+          "style": "MICROSURVEY", "surface": "microsurvey",
+          "text": "How satisfied are you with your Firefox homepage?",
+          "button-label": "Microsurvey/Microsurvey.Prompt.Button.v127", "title": "Microsurvey/Microsurvey.Prompt.TitleLabel.v127",
+          "microsurveyConfig": {"utm-content": "homepage", "icon": "homeLarge", "options": [
+            "Microsurvey/Microsurvey.Survey.Options.LikertScaleOption5.v127", "Microsurvey/Microsurvey.Survey.Options.LikertScaleOption4.v127",
+            "Microsurvey/Microsurvey.Survey.Options.LikertScaleOption3.v127", "Microsurvey/Microsurvey.Survey.Options.LikertScaleOption2.v127",
+            "Microsurvey/Microsurvey.Survey.Options.LikertScaleOption1.v127", "Microsurvey/Microsurvey.Survey.Options.LikertScaleOption6.v129"]}}}}
+        """
+
+    /// The English strings the demo app ships for the recipe's ids.
+    static let strings = StringTables(["Microsurvey": [
+        "Microsurvey.Prompt.Button.v127": "Continue",
+        "Microsurvey.Prompt.TitleLabel.v127": "Help us make %@ better. It only takes a minute.",
+        "Microsurvey.Survey.Options.LikertScaleOption1.v127": "Very dissatisfied",
+        "Microsurvey.Survey.Options.LikertScaleOption2.v127": "Dissatisfied",
+        "Microsurvey.Survey.Options.LikertScaleOption3.v127": "Neutral",
+        "Microsurvey.Survey.Options.LikertScaleOption4.v127": "Satisfied",
+        "Microsurvey.Survey.Options.LikertScaleOption5.v127": "Very satisfied",
+        "Microsurvey.Survey.Options.LikertScaleOption6.v129": "I don't use it",
+    ]], appName: "Firefox")
 
     func say(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
