@@ -116,6 +116,32 @@ extension Integration {
         }
     }
 
+    /// B15: a transport error with no HTTP response at all (nothing listening) is a recoverable failure: the ping stays,
+    /// the call returns, and a later upload delivers it.
+    @Test func aTransportErrorWithoutAResponseKeepsThePingAndTheLoopGoesOn() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio, scheduling: "device")
+            let storage = temporaryDirectory("telemetry")
+            var offline = clientConfiguration(trio, setup.credentials, storage: storage)
+            offline.serverURL = "http://127.0.0.1:9"  // discard port: connection refused, no response
+            offline.heartbeatInterval = nil
+            let client = try SurveyClient(configuration: offline)
+            await client.record(category: "test", name: "offline")
+            var failure: SurveyClientError?
+            do throws(SurveyClientError) { _ = try await client.flushTelemetry() } catch { failure = error }
+            #expect(failure?.code == "transport")
+            #expect(await client.status().pingsWaiting == 1)
+            let id = await client.clientID
+            await client.close()
+            // The same device back online: the kept ping goes.
+            let online = try makeClient(trio, setup, storage: storage)
+            _ = try await online.flushTelemetry()
+            #expect(try await trio.admin.telemetry(clientID: id, ping: "events").count == 1)
+            #expect(await online.status().pingsWaiting == 0)
+            await online.close()
+        }
+    }
+
     @Test func aPingLargerThanTheLimitAfterGzipIsDroppedAndCounted() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio, scheduling: "device")
