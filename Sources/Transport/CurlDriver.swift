@@ -2,9 +2,9 @@ import CCurl
 import Foundation
 import Synchronization
 
-/// Runs libcurl's multi interface on one dedicated thread. Other threads hand it work through a
-/// mutex-protected inbox and wake it with `curl_multi_wakeup`, the one multi call libcurl allows
-/// from another thread.
+/// Runs libcurl's multi interface on one dedicated thread, driven by `curl_multi_socket_action` and epoll (so a
+/// wake-up costs in proportion to the sockets that are ready, however many streams are held). Other threads hand it
+/// work through a mutex-protected inbox and wake it through an eventfd.
 final class CurlDriver: Sendable {
     private struct Inbox {
         var added: [CurlTransfer] = []
@@ -16,9 +16,12 @@ final class CurlDriver: Sendable {
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
 
-    /// `@unchecked Sendable` is safe: the multi handle is only used by libcurl on the driver thread, except for
-    /// `curl_multi_wakeup`, which libcurl documents as callable from any thread.
-    private struct MultiHandle: @unchecked Sendable { let pointer: UnsafeMutableRawPointer }
+    /// `@unchecked Sendable` is safe: the multi handle and the loop are only used on the driver thread, except for
+    /// the loop's eventfd, which any thread may write to wake it.
+    private struct MultiHandle: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        let loop: UnsafeMutablePointer<ccurl_loop>
+    }
 
     private let multi: MultiHandle
     private let inbox = Mutex(Inbox())
@@ -29,7 +32,9 @@ final class CurlDriver: Sendable {
     init(defaultTimeout: Duration?, connectTimeout: Duration, maxConnectionsPerHost: Int) {
         _ = Self.globalInit
         guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
-        multi = MultiHandle(pointer: m)
+        let loop = UnsafeMutablePointer<ccurl_loop>.allocate(capacity: 1)
+        guard ccurl_loop_init(m, loop) == 0 else { fatalError("cannot create the HTTP client's epoll loop: \(String(cString: strerror(errno)))") }
+        multi = MultiHandle(pointer: m, loop: loop)
         self.defaultTimeout = defaultTimeout
         self.connectTimeout = connectTimeout
         if maxConnectionsPerHost > 0 {
@@ -47,38 +52,41 @@ final class CurlDriver: Sendable {
         }
     }
 
+    // Wake-ups are written while holding the inbox lock, and the loop is closed only after `stopped` is set under
+    // that lock: no thread can write to the eventfd after it is closed.
+
     /// Queues a transfer. If the driver has stopped, the transfer fails at once with `shut_down`.
     func submit(_ transfer: CurlTransfer) {
+        let loop = multi.loop
         let accepted = inbox.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.added.append(transfer)
+            ccurl_loop_wake(loop)
             return true
         }
-        if accepted {
-            curl_multi_wakeup(multi.pointer)
-        } else {
+        if !accepted {
             transfer.finish(TransportError(code: "shut_down", message: "the HTTP client was shut down"))
         }
     }
 
     /// Aborts a transfer: it leaves the multi handle and finishes with `cancelled`.
     func cancel(_ id: UInt64) {
-        let wake = inbox.withLock { state -> Bool in
-            guard !state.stopped else { return false }
+        let loop = multi.loop
+        inbox.withLock { state in
+            guard !state.stopped else { return }
             state.cancelled.append(id)
-            return true
+            ccurl_loop_wake(loop)
         }
-        if wake { curl_multi_wakeup(multi.pointer) }
     }
 
     /// Stops the driver: every transfer in flight finishes with `shut_down`. Waits for the thread to end.
     func shutdown() {
-        let wake = inbox.withLock { state -> Bool in
-            guard !state.stopping else { return false }
+        let loop = multi.loop
+        inbox.withLock { state in
+            guard !state.stopping else { return }
             state.stopping = true
-            return true
+            ccurl_loop_wake(loop)
         }
-        if wake { curl_multi_wakeup(multi.pointer) }
         while !finishedThread.withLock({ $0 }) { usleep(1000) }
     }
 
@@ -134,8 +142,7 @@ final class CurlDriver: Sendable {
                 break
             }
 
-            var stillRunning: Int32 = 0
-            curl_multi_perform(m, &stillRunning)
+            ccurl_loop_step(m, multi.loop, 1000)
             var result = CURLE_OK
             while let easy = ccurl_multi_next_done(m, &result) {
                 guard let transfer = running[easy] else { continue }
@@ -147,10 +154,10 @@ final class CurlDriver: Sendable {
                 transfer.newConnections = connects
                 remove(transfer, result == CURLE_OK ? nil : Self.error(for: result))
             }
-            var fds: Int32 = 0
-            curl_multi_poll(m, nil, 0, 1000, &fds)
         }
         curl_multi_cleanup(m)
+        ccurl_loop_close(multi.loop)
+        multi.loop.deallocate()
         finishedThread.withLock { $0 = true }
     }
 
