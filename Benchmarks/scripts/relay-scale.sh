@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The relay at scale (issue: 18,000 connected devices, memory per connection, deliveries/s, reconnect storm).
-# Usage: Benchmarks/scripts/relay-scale.sh [DEVICES] [RATE] [DURATION_S] [DRIVERS]
+# Usage: [STORM=0] Benchmarks/scripts/relay-scale.sh [DEVICES] [RATE] [DURATION_S] [DRIVERS]
 #   DEVICES   devices connected at once, split over DRIVERS `survey-cli load push` processes (default 18000)
 #   RATE      pushes per second in total through the FCM-style API (default 10000)
 #   DURATION  seconds of sending after a 5 s warm-up (default 20)
@@ -49,7 +49,21 @@ n=$(connected)
 echo "connected $n devices in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s; relay RSS $((rss1 / 1024)) MB;" \
      "$(python3 -c "print(round(($rss1 - $rss0) / $n, 2))") kB per connection"
 
-# A quarter into the measured phase: the storm.
+# A quarter into the measured phase: the storm (STORM=0 skips it, to measure steady delivery alone).
+if [ "${STORM:-1}" = 0 ]; then
+    for pid in "${pids[@]}"; do wait "$pid" || true; done
+    for i in $(seq 1 "$drivers"); do echo "--- driver $i"; cat "$work/driver-$i.txt"; done
+    python3 - "$work" "$drivers" <<'PY'
+import json, sys
+work, n = sys.argv[1], int(sys.argv[2])
+reports = [json.load(open(f"{work}/report-{i}.json")) for i in range(1, n + 1)]
+delivered = sum(r["totals"]["succeeded"] for r in reports)
+seconds = max(r["totals"]["seconds"] for r in reports)
+print(f"total: {delivered / seconds:.0f} deliveries/s; worst driver p99 {max(r['latency_ms']['p99'] for r in reports):.1f} ms;"
+      f" lost/failed {sum(r['totals']['failed'] for r in reports)}; dropped starts {sum(r['totals']['dropped'] for r in reports)}")
+PY
+    exit 0
+fi
 sleep $((5 + duration / 4))
 probe() {  # slowest health answer while the storm lasts
     local worst=0

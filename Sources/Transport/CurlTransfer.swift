@@ -48,6 +48,13 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_string(easy, CURLOPT_INTERFACE, "host!" + local)
         }
         ccurl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Self.millis(connectTimeout))
+        if case .streaming = sink {
+            // An event stream holds its connection for its whole life: it gets a fresh one and closes it at the end.
+            // Looking for a reusable connection walks every connection to the host (thousands of busy streams for a
+            // load driver) and kept ones would pile up in the cache, so neither is worth it.
+            ccurl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, 1)
+            ccurl_easy_setopt_long(easy, CURLOPT_FORBID_REUSE, 1)
+        }
         if let timeout = request.timeout ?? defaultTimeout {
             ccurl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Self.millis(timeout))
         }
