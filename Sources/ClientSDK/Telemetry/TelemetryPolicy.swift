@@ -3,8 +3,10 @@ import Foundation
 /// How a client collects and uploads telemetry. The defaults are Glean's (reference §4.3–§4.4), plus a maximum
 /// ping age that Glean lacks.
 public struct TelemetryConfiguration: Sendable, Equatable {
-    /// Collect and upload. When false, nothing is recorded and only a `deletion-request` ping is ever sent
-    /// (see ``SurveyClient/setUploadEnabled(_:)``; the choice made there is stored and wins over this default).
+    /// The app's current choice to collect and upload, passed at every start as Glean's `initialize(uploadEnabled:)`.
+    /// When false, nothing is recorded and only a `deletion-request` ping is ever sent. A value different from the
+    /// last one stored (by a start or by ``SurveyClient/setUploadEnabled(_:)``) takes effect at ``SurveyClient/start()``:
+    /// turning it off then sends the deletion request (`at_init`), turning it on starts a new client id.
     public var uploadEnabled: Bool
     /// Events in the open log that trigger an `events` ping with reason `max_capacity` (Glean: 500).
     public var maxEvents: Int
