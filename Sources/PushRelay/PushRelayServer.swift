@@ -51,8 +51,8 @@ public struct PushRelayServer: Sendable {
     }
 
     /// The router with every route of the relay.
-    public func makeRouter() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public func makeRouter() -> Router<RelayRequestContext> {
+        let router = Router(context: RelayRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
         ProviderRoutes(hub: hub, configuration: configuration).add(to: router)
         DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
@@ -70,16 +70,25 @@ public struct PushRelayServer: Sendable {
 }
 
 /// Writes a keepalive comment to every open stream each interval: one timer for the whole relay, however many
-/// devices are connected.
+/// devices are connected. The streams are split into slices (up to 25, one every interval / slices), so 18,000 streams
+/// get 720 comments a second instead of 18,000 at once, which delayed the deliveries around each tick by a few
+/// hundred milliseconds.
 struct KeepaliveService: Service {
     let hub: RelayHub
     let interval: Duration
 
+    static func slices(for interval: Duration) -> Int {
+        max(1, min(25, Int(interval / .milliseconds(100))))
+    }
+
     func run() async throws {
+        let slices = Self.slices(for: interval)
         try? await cancelWhenGracefulShutdown {
+            var slice = 0
             while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                await hub.keepaliveAll()
+                try await Task.sleep(for: interval / slices)
+                await hub.keepalive(slice: slice, of: slices)
+                slice = (slice + 1) % slices
             }
         }
     }

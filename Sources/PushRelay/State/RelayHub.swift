@@ -150,9 +150,9 @@ actor RelayHub {
         devices[token]?.disconnect()
     }
 
-    /// A `: keepalive` comment on every open stream (but blackholed ones).
-    func keepaliveAll() {
-        for connection in connections.values where !blackholed.contains(connection.id) {
+    /// A `: keepalive` comment on the open streams of one slice (connection id modulo `slices`), blackholed ones excepted.
+    func keepalive(slice: Int, of slices: Int) {
+        for connection in connections.values where Int(connection.id % UInt64(slices)) == slice && !blackholed.contains(connection.id) {
             connection.continuation.yield(.keepalive)
         }
     }
