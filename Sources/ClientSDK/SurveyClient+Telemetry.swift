@@ -398,6 +398,13 @@ extension SurveyClient {
         state.dirty = false
         try? save()
         try? await uploadPings()
+        // Uploads another task had in flight (skipped above) get up to 2 s to finish; then what is left goes once more.
+        var waited = 0
+        while !pingsInFlight.isEmpty, waited < 200 {
+            try? await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        try? await uploadPings()
     }
 
     private func startSessionHeartbeat() {

@@ -29,7 +29,7 @@ public struct SurveyClientConfiguration: Sendable {
     public var telemetryBatchSize: Int
     /// Telemetry collection and upload: opt-out, rate limit, quotas, maximum ping age, MMA heartbeat.
     public var telemetry: TelemetryConfiguration
-    /// Compress pings with gzip.
+    /// Compress pings with gzip (`Content-Encoding: gzip`), as Glean always does.
     public var gzipTelemetry: Bool
     /// The relay's keepalive interval. A stream on which nothing arrives for 2.5 times this is taken as dead
     /// (a connection lost without a FIN) and replaced.
@@ -40,7 +40,7 @@ public struct SurveyClientConfiguration: Sendable {
     public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
                 timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 500,
-                gzipTelemetry: Bool = false, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300),
+                gzipTelemetry: Bool = true, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300),
                 telemetry: TelemetryConfiguration = TelemetryConfiguration()) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
         self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
