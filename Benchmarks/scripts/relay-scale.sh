@@ -76,6 +76,26 @@ probe() {  # slowest health answer while the storm lasts
 }
 probe &
 probe_pid=$!
+# The same over one kept-alive connection: request handling alone, without waiting behind the storm's connections
+# in the accept queue.
+python3 - "$url" "$work" <<'PY' &
+import http.client, sys, time, os, urllib.parse
+url, work = sys.argv[1], sys.argv[2]
+u = urllib.parse.urlparse(url)
+conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+worst = 0.0
+while not os.path.exists(f"{work}/storm-done"):
+    t = time.monotonic()
+    try:
+        conn.request("GET", "/__control/health")
+        conn.getresponse().read()
+    except Exception:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+    worst = max(worst, time.monotonic() - t)
+    time.sleep(0.1)
+open(f"{work}/worst-kept", "w").write(f"{worst:.3f}")
+PY
+kept_pid=$!
 storm_start=$(date +%s.%N)
 curl -s -X PUT -H 'Content-Type: application/json' -d '{"close_all": true}' "$url/__control/faults"
 sleep 0.2
@@ -89,8 +109,9 @@ while true; do
     sleep 0.2
 done
 storm=$(python3 -c "print(round($(date +%s.%N) - $storm_start, 2))")
-touch "$work/storm-done"; wait "$probe_pid" 2>/dev/null || true
-echo "reconnect storm: $(connected) of $n streams back after $storm s; slowest /__control/health meanwhile $(cat "$work/worst" 2>/dev/null || echo '?') s"
+touch "$work/storm-done"; wait "$probe_pid" "$kept_pid" 2>/dev/null || true
+echo "reconnect storm: $(connected) of $n streams back after $storm s; slowest /__control/health meanwhile $(cat "$work/worst" 2>/dev/null || echo '?') s" \
+     "on a new connection each time, $(cat "$work/worst-kept" 2>/dev/null || echo '?') s on one kept-alive connection"
 
 for pid in "${pids[@]}"; do wait "$pid" || true; done
 for i in $(seq 1 "$drivers"); do echo "--- driver $i"; cat "$work/driver-$i.txt"; done
