@@ -105,6 +105,18 @@ struct ProviderRoutes {
         RawJSONError(status, body: RelayWire.FCMError(code: Int(status.code), message: message, status: statusName, errorCode: errorCode))
     }
 
+    /// 16 random lowercase hex digits (FCM message ids end with such a suffix).
+    static func randomHex16() -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var value = UInt64.random(in: 0...UInt64.max)
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in 0..<16 {
+            bytes[15 - i] = digits[Int(value & 0xF)]
+            value >>= 4
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     func fcm(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
         let project = try context.parameters.require("project")
         let body: [UInt8]
@@ -143,7 +155,7 @@ struct ProviderRoutes {
         default:
             throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid value at 'message.android.priority'")
         }
-        let id = "0:\(now)%" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        let id = "0:\(now)%" + Self.randomHex16()
         var payload: [String: JSONValue] = data.mapValues { .string($0) }
         if let n = send.message.notification {
             // Kept beside the data so a device sees what a notification would show.
