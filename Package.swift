@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "Scheduling", swiftSettings: swiftSettings),
         // JEXL-dialect evaluator, event store, messages, microsurveys, feature merging, onboarding (SHA-256 from
         // SurveyCrypto for Nimbus's sampling hash).
-        .target(name: "Messaging", dependencies: ["SurveyWire", "SurveyCrypto"], swiftSettings: swiftSettings),
+        .target(name: "Messaging", dependencies: ["SurveyWire", "Scheduling", "SurveyCrypto"], swiftSettings: swiftSettings),
 
         // Wrappers over C libraries.
         .target(name: "SurveyCrypto", dependencies: ["COpenSSL", "CFastPBKDF2"], swiftSettings: swiftSettings),

@@ -49,8 +49,8 @@ n=$(connected)
 echo "connected $n devices in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s; relay RSS $((rss1 / 1024)) MB;" \
      "$(python3 -c "print(round(($rss1 - $rss0) / $n, 2))") kB per connection"
 
-# A quarter into the measured phase: the storm (STORM=0 skips it, to measure steady delivery alone).
-if [ "${STORM:-1}" = 0 ]; then
+# Waits for the drivers, prints their reports and the totals.
+report() {
     for pid in "${pids[@]}"; do wait "$pid" || true; done
     for i in $(seq 1 "$drivers"); do echo "--- driver $i"; cat "$work/driver-$i.txt"; done
     python3 - "$work" "$drivers" <<'PY'
@@ -62,6 +62,11 @@ seconds = max(r["totals"]["seconds"] for r in reports)
 print(f"total: {delivered / seconds:.0f} deliveries/s; worst driver p99 {max(r['latency_ms']['p99'] for r in reports):.1f} ms;"
       f" lost/failed {sum(r['totals']['failed'] for r in reports)}; dropped starts {sum(r['totals']['dropped'] for r in reports)}")
 PY
+}
+
+# A quarter into the measured phase: the storm (STORM=0 skips it, to measure steady delivery alone).
+if [ "${STORM:-1}" = 0 ]; then
+    report
     exit 0
 fi
 sleep $((5 + duration / 4))
@@ -113,14 +118,4 @@ touch "$work/storm-done"; wait "$probe_pid" "$kept_pid" 2>/dev/null || true
 echo "reconnect storm: $(connected) of $n streams back after $storm s; slowest /__control/health meanwhile $(cat "$work/worst" 2>/dev/null || echo '?') s" \
      "on a new connection each time, $(cat "$work/worst-kept" 2>/dev/null || echo '?') s on one kept-alive connection"
 
-for pid in "${pids[@]}"; do wait "$pid" || true; done
-for i in $(seq 1 "$drivers"); do echo "--- driver $i"; cat "$work/driver-$i.txt"; done
-python3 - "$work" "$drivers" <<'PY'
-import json, sys
-work, n = sys.argv[1], int(sys.argv[2])
-reports = [json.load(open(f"{work}/report-{i}.json")) for i in range(1, n + 1)]
-delivered = sum(r["totals"]["succeeded"] for r in reports)
-seconds = max(r["totals"]["seconds"] for r in reports)
-print(f"total: {delivered / seconds:.0f} deliveries/s; worst driver p99 {max(r['latency_ms']['p99'] for r in reports):.1f} ms;"
-      f" lost/failed {sum(r['totals']['failed'] for r in reports)}; dropped starts {sum(r['totals']['dropped'] for r in reports)}")
-PY
+report

@@ -1,4 +1,5 @@
 import Foundation
+import Scheduling
 
 /// The unit of an event counter (Nimbus behavior.rs). `Months` are 28 days and `Years` 365 days.
 public enum EventInterval: String, Codable, CaseIterable, Sendable {
@@ -238,27 +239,8 @@ public struct EventStore: Codable, Sendable, Equatable {
 
     /// Jan 1 00:00:00 UTC of the year containing `t` (seconds since 1970).
     static func januaryFirst(of t: Double) -> Int64 {
-        let days = Int64((t / 86_400).rounded(.down))
-        // civil-from-days (H. Hinnant), then days-from-civil for Jan 1.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        return daysFromCivil(year: year, month: 1, day: 1) * 86_400
-    }
-
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = month > 2 ? month - 3 : month + 9
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        let day = LocalDate(daysSinceEpoch: Int((t / 86_400).rounded(.down)))
+        return Int64(LocalDate(year: day.year, month: 1, day: 1)!.daysSinceEpoch) * 86_400
     }
 }
 
