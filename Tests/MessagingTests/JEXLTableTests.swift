@@ -158,8 +158,10 @@ import SurveyWire
 
     @Test func lintFlagsMixedLogicAndUnknownEvents() {
         #expect(TargetingHelper.lint("a || b && c").count == 1)
-        #expect(TargetingHelper.lint("(a || b) && c").isEmpty == false)  // still mixed, but explicit: see below
-        #expect(TargetingHelper.lint("a || (b && c)").isEmpty == false)
+        #expect(TargetingHelper.lint("x == 1 && y || z").count == 1)
+        // Parentheses say which reading is meant: nothing to warn about.
+        #expect(TargetingHelper.lint("(a || b) && c").isEmpty)
+        #expect(TargetingHelper.lint("a || (b && c)").isEmpty)
         #expect(TargetingHelper.lint("a && b && c").isEmpty)
         #expect(TargetingHelper.lint("'events.app_opened'|eventCountNonZero('Days', 28, 0) > 0", knownEvents: ["app_cycle.foreground"]).count == 1)
         #expect(TargetingHelper.validate("'x'|preferenceIsUserSet")?.code == "unknown_transform")

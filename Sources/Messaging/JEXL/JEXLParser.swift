@@ -48,19 +48,6 @@ public indirect enum JEXLExpression: Sendable, Equatable {
         return subjects
     }
 
-    /// True when `&&` and `||` meet at one level without parentheses (`a || b && c`), which jexl-rs reads as
-    /// `(a || b) && c` and JavaScript engines as `a || (b && c)`.
-    public var mixesAndOr: Bool {
-        var mixed = false
-        visit { node in
-            guard case .binary(let op, let left, let right) = node, op == .and || op == .or else { return }
-            for side in [left, right] {
-                if case .binary(let inner, _, _) = side, (inner == .and || inner == .or), inner != op { mixed = true }
-            }
-        }
-        return mixed
-    }
-
     func visit(_ body: (JEXLExpression) -> Void) {
         body(self)
         switch self {
@@ -198,13 +185,21 @@ public struct JEXLParser {
     private let source: String
     private let tokens: [JEXLToken]
     private var position = 0
+    /// Set when `&&` and `||` appear in one chain without parentheses between them.
+    private var mixesAndOr = false
 
     /// Parses `source`, or throws `parse_error` naming the column and the expression.
     public static func parse(_ source: String) throws(JEXLError) -> JEXLExpression {
+        try parseNoting(source).expression
+    }
+
+    /// Parses `source` and reports whether `&&` and `||` meet in one chain without parentheses (`a || b && c`), which
+    /// jexl-rs reads as `(a || b) && c` and JavaScript engines as `a || (b && c)`.
+    public static func parseNoting(_ source: String) throws(JEXLError) -> (expression: JEXLExpression, mixesAndOr: Bool) {
         var parser = JEXLParser(source: source, tokens: try JEXLLexer.tokens(source))
         let expression = try parser.expression()
         guard case .end = parser.peek.kind else { throw parser.unexpected() }
-        return expression
+        return (expression, parser.mixesAndOr)
     }
 
     private init(source: String, tokens: [JEXLToken]) {
@@ -255,10 +250,13 @@ public struct JEXLParser {
 
     mutating func expression() throws(JEXLError) -> JEXLExpression {
         var left = try comparison()
+        var seen: Set<String> = []
         while let op = isPunct(["&&", "||"]) {
             _ = advance()
+            seen.insert(op)
             left = .binary(JEXLOperator(rawValue: op)!, left, try comparison())
         }
+        if seen.count == 2 { mixesAndOr = true }
         return left
     }
 

@@ -60,9 +60,9 @@ public final class TargetingHelper: @unchecked Sendable {
     /// Warnings about an expression that parses: `&&` and `||` mixed without parentheses (two engines read it
     /// differently), and event ids not in `knownEvents` (a typo silently counts 0; bug B20).
     public static func lint(_ expression: String, knownEvents: Set<String>? = nil) -> [String] {
-        guard let tree = try? JEXLParser.parse(expression) else { return [] }
+        guard let (tree, mixed) = try? JEXLParser.parseNoting(expression) else { return [] }
         var warnings: [String] = []
-        if tree.mixesAndOr {
+        if mixed {
             warnings.append("`\(expression)` mixes && and || without parentheses; jexl-rs reads `a || b && c` as `(a || b) && c`")
         }
         if let knownEvents {
