@@ -86,3 +86,66 @@ public enum WireJSON {
         try JSONDecoder().decode(type, from: Data(text.utf8))
     }
 }
+
+extension JSONValue {
+    /// Compact JSON text with object keys sorted, slashes not escaped, and integral numbers written without a fraction
+    /// (`1` for 1.0): what `WireJSON` produces, without the cost of a `JSONEncoder`, and serde_json's form of the same
+    /// value (which Nimbus's sampling hash depends on).
+    public var compactText: String {
+        var out = ""
+        JSONValue.write(self, to: &out)
+        return out
+    }
+
+    static func write(_ value: JSONValue, to out: inout String) {
+        switch value {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .number(let n): writeNumber(n, to: &out)
+        case .string(let s): writeString(s, to: &out)
+        case .array(let items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                write(item, to: &out)
+            }
+            out += "]"
+        case .object(let object):
+            out += "{"
+            for (i, key) in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if i > 0 { out += "," }
+                writeString(key, to: &out)
+                out += ":"
+                write(object[key]!, to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    static func writeNumber(_ n: Double, to out: inout String) {
+        if n.rounded() == n, abs(n) < 1e17 { out += String(Int64(n)) } else { out += "\(n)" }
+    }
+
+    static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}

@@ -45,6 +45,16 @@ public enum RelayWire {
             self.pushType = pushType
             self.sentAt = sentAt
         }
+
+        /// The message as `WireJSON` encodes it (sorted keys, absent fields left out), written directly: the relay
+        /// writes one per delivery.
+        public var compactText: String {
+            var object: [String: JSONValue] = ["id": .string(id), "payload": payload, "sent_at": .number(Double(sentAt))]
+            if let priority { object["priority"] = .number(Double(priority)) }
+            if let collapseID { object["collapse_id"] = .string(collapseID) }
+            if let pushType { object["push_type"] = .string(pushType) }
+            return JSONValue.object(object).compactText
+        }
     }
 
     /// APNs error body: `{"reason"}` plus `timestamp` (ms) for 410.

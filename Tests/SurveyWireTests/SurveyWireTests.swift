@@ -121,3 +121,23 @@ import Testing
         #expect(ReadyLine.parse("log line") == nil)
     }
 }
+
+@Suite struct CompactJSONTests {
+    /// The relay's hand-written message text is what WireJSON's encoder writes.
+    @Test func relayMessagesMatchTheEncoder() throws {
+        let messages = [
+            RelayWire.Message(id: "m1", payload: ["type": "survey", "survey_ids": "[\"a\"]", "url": "https://x/y"], priority: 10,
+                              collapseID: nil, pushType: nil, sentAt: 1_790_000_000_123),
+            RelayWire.Message(id: "m2", payload: ["aps": ["alert": ["title": "Hi \"you\"", "body": "line\nbreak\ttab\\"], "badge": 3,
+                                                          "content-available": 1], "n": 1.5, "big": 12345678901, "neg": -2,
+                                                  "list": [true, false, .null, ["k": "é ☃"]]],
+                              priority: nil, collapseID: "c/1", pushType: "alert", sentAt: 0),
+            RelayWire.Message(id: "m3", payload: [:], priority: 5, collapseID: "", pushType: "voip", sentAt: 42),
+        ]
+        for message in messages {
+            #expect(message.compactText == (try WireJSON.encodeString(message)))
+            #expect(try WireJSON.decode(RelayWire.Message.self, from: message.compactText) == message)
+        }
+        #expect(JSONValue.string("\u{01}").compactText == "\"\\u0001\"")
+    }
+}

@@ -7,60 +7,7 @@ public enum Sampling {
     static let hashBits = 48
 
     /// serde_json's compact form: object keys sorted, no spaces, integral numbers without a fraction.
-    public static func canonicalJSON(_ value: JSONValue) -> String {
-        var out = ""
-        write(value, to: &out)
-        return out
-    }
-
-    private static func write(_ value: JSONValue, to out: inout String) {
-        switch value {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .number(let n):
-            if n.rounded() == n, abs(n) < 1e17 { out += String(Int64(n)) } else { out += "\(n)" }
-        case .string(let s): writeString(s, to: &out)
-        case .array(let items):
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
-                write(item, to: &out)
-            }
-            out += "]"
-        case .object(let object):
-            out += "{"
-            for (i, key) in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
-                if i > 0 { out += "," }
-                writeString(key, to: &out)
-                out += ":"
-                write(object[key]!, to: &out)
-            }
-            out += "}"
-        }
-    }
-
-    private static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
-    }
+    public static func canonicalJSON(_ value: JSONValue) -> String { value.compactText }
 
     /// The first 6 bytes of SHA-256 of the input's compact JSON, as a number.
     public static func truncatedHash(_ input: JSONValue) -> UInt64 {

@@ -100,8 +100,7 @@ enum SSE {
         case .outgoing(.deletedMessages):
             return "event: deleted_messages\ndata: {}\n\n"
         case .outgoing(.push(let message)):
-            let json = (try? WireJSON.encodeString(message)) ?? "{}"
-            return "id: \(message.id)\nevent: push\ndata: \(json)\n\n"
+            return "id: \(message.id)\nevent: push\ndata: \(message.compactText)\n\n"
         }
     }
 }
