@@ -99,9 +99,7 @@ extension SurveyClient {
         let clientID = clientID ?? state.clientID
         let directory = directory ?? files.pingsURL
         var seq = state.seqs?[name] ?? 0
-        func url(_ seq: Int) -> URL {
-            directory.appendingPathComponent(ClientStore.safe(PingBuilder.documentID(clientID: clientID, pingName: name, seq: seq)) + ".json")
-        }
+        func url(_ seq: Int) -> URL { files.pingURL(PingBuilder.documentID(clientID: clientID, pingName: name, seq: seq), in: directory) }
         while FileManager.default.fileExists(atPath: url(seq).path) { seq += 1 }
         let id = PingBuilder.documentID(clientID: clientID, pingName: name, seq: seq)
         let ping = PingBuilder.ping(events: [], seq: seq, clientID: clientID, configuration: configuration, now: now(),
@@ -114,12 +112,13 @@ extension SurveyClient {
 
     // MARK: Upload
 
-    /// Pings waiting: deletion requests first, then the rest oldest first.
+    /// Pings waiting, read once: deletion requests first, then the rest oldest first, after the quotas and the maximum
+    /// age have deleted what they rule out.
     func pendingPings() -> [(URL, PendingPing)] {
         let requests = files.list(PendingPing.self, in: files.deletionRequestsURL)
         guard isUploadEnabled else { return requests }
-        let pings = files.list(PendingPing.self, in: files.pingsURL).map { entry in (entry, entry.1.createdMillis ?? Self.modified(entry.0)) }
-        return requests + pings.sorted { ($0.1, $0.0.1.documentID) < ($1.1, $1.0.1.documentID) }.map(\.0)
+        let pings = withinQuotas(files.list(PendingPing.self, in: files.pingsURL))
+        return requests + pings.sorted { ($0.created, $0.ping.documentID) < ($1.created, $1.ping.documentID) }.map { ($0.url, $0.ping) }
     }
 
     static func modified(_ url: URL) -> Int64 {
@@ -127,23 +126,22 @@ extension SurveyClient {
         return Int64(date.timeIntervalSince1970 * 1000)
     }
 
-    /// Deletes the pings the quotas and the maximum age rule out (never deletion requests), counting each by reason.
-    func enforcePingQuotas() {
-        let pings = files.list(PendingPing.self, in: files.pingsURL)
-        var byID: [String: URL] = [:]
-        let entries = pings.map { url, ping -> PingQuota.Entry in
-            byID[ping.documentID] = url
-            let size = (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0
-            return PingQuota.Entry(id: ping.documentID, bytes: size, createdMillis: ping.createdMillis ?? Self.modified(url))
+    /// Deletes the pings the quotas and the maximum age rule out (never deletion requests), counting each by reason;
+    /// returns the rest with their creation times.
+    func withinQuotas(_ pings: [(URL, PendingPing)]) -> [(url: URL, ping: PendingPing, created: Int64)] {
+        let dated = pings.map { (url: $0.0, ping: $0.1, created: $0.1.createdMillis ?? Self.modified($0.0)) }
+        let entries = dated.map { entry in
+            PingQuota.Entry(id: entry.ping.documentID, bytes: (try? FileManager.default.attributesOfItem(atPath: entry.url.path)[.size] as? Int) ?? 0,
+                            createdMillis: entry.created)
         }
         let removed = PingQuota.overflow(entries, nowMillis: WireTime.epochMillis(now()), configuration: configuration.telemetry)
-        guard !removed.isEmpty else { return }
-        for (id, reason) in removed {
-            if let url = byID[id] { files.remove(url) }
-            countDropped(reason)
-        }
+        guard !removed.isEmpty else { return dated }
+        let gone = Set(removed.map(\.id))
+        for entry in dated where gone.contains(entry.ping.documentID) { files.remove(entry.url) }
+        for (_, reason) in removed { countDropped(reason) }
         logger.warning("deleted pending pings", metadata: ["count": "\(removed.count)", "reasons": "\(Set(removed.map(\.reason)).sorted())"])
         try? save()
+        return dated.filter { !gone.contains($0.ping.documentID) }
     }
 
     func countDropped(_ reason: String) {
@@ -163,7 +161,6 @@ extension SurveyClient {
     /// Uploads the queue in order until it is empty, a ping fails (thrown; the caller retries with backoff) or the
     /// rate limit is reached (a wake-up is scheduled for the end of the window).
     func uploadPings() async throws(SurveyClientError) {
-        enforcePingQuotas()
         for (url, pending) in pendingPings() where !pingsInFlight.contains(pending.documentID) {
             if let wait = pingLimiter.take(at: .now) {
                 schedulePingWake(after: wait)

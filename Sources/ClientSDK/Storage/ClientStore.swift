@@ -138,7 +138,9 @@ struct ClientStore: Sendable {
 
     func surveyURL(_ id: String) -> URL { surveysURL.appendingPathComponent("\(Self.safe(id)).json") }
     func uploadURL(_ fileName: String) -> URL { uploadsURL.appendingPathComponent("\(Self.safe(fileName)).json") }
-    func pingURL(_ documentID: String) -> URL { pingsURL.appendingPathComponent("\(Self.safe(documentID)).json") }
+    func pingURL(_ documentID: String, in directory: URL? = nil) -> URL {
+        (directory ?? pingsURL).appendingPathComponent("\(Self.safe(documentID)).json")
+    }
 
     /// File-name-safe form of an id (ids come from the server).
     static func safe(_ id: String) -> String {

@@ -169,9 +169,6 @@ public struct MessagingRecipe: Sendable {
                 guard resolved.contains("://") else { throw fail("action `\(name)` is neither a known action nor a URL") }
                 action = resolved
             }
-            if data.surface == "microsurvey" || data.microsurveyConfig != nil {
-                guard !data.text.isEmpty else { throw fail("a microsurvey needs its question in `text`") }
-            }
         }
         guard let style = styles[data.style] else { throw fail("style `\(data.style)` is not defined") }
         var resolvedTriggers: [(String, String)] = []

@@ -1,16 +1,16 @@
 import Foundation
 import SurveyWire
+import Synchronization
 
 /// Evaluates targeting expressions (message triggers, onboarding conditions) the way Nimbus's messaging helper does:
 /// a JSON context of attributes, the transforms Nimbus registers on mobile, the event store as of `now`, a boolean
 /// result required. Parsed expressions are cached for the helper's lifetime, as the AS helper caches per expression.
-public final class TargetingHelper: @unchecked Sendable {
+public final class TargetingHelper: Sendable {
     /// Transform names Nimbus registers on mobile (`preferenceIsUserSet` is Gecko-only and absent).
     public static let transformNames: Set<String> = Set(EventQuery.allCases.map(\.rawValue)).union(["versionCompare", "bucketSample"])
 
     public let evaluator: JEXLEvaluator
-    private var parsed: [String: Result<JEXLExpression, JEXLError>] = [:]
-    private let lock = NSLock()
+    private let parsed = Mutex<[String: Result<JEXLExpression, JEXLError>]>([:])
 
     public init(context: [String: JSONValue], events: EventStore = EventStore(), now: Date) {
         var transforms = events.transforms(at: now)
@@ -30,17 +30,14 @@ public final class TargetingHelper: @unchecked Sendable {
     }
 
     func parse(_ expression: String) throws(JEXLError) -> JEXLExpression {
-        lock.lock()
-        defer { lock.unlock() }
-        if let cached = parsed[expression] { return try cached.get() }
-        do throws(JEXLError) {
-            let tree = try JEXLParser.parse(expression)
-            parsed[expression] = .success(tree)
-            return tree
-        } catch {
-            parsed[expression] = .failure(error)
-            throw error
+        let result = parsed.withLock { cache in
+            if let cached = cache[expression] { return cached }
+            let fresh: Result<JEXLExpression, JEXLError>
+            do throws(JEXLError) { fresh = .success(try JEXLParser.parse(expression)) } catch { fresh = .failure(error) }
+            cache[expression] = fresh
+            return fresh
         }
+        return try result.get()
     }
 
     /// Problems that make an expression unusable on the real engine, found without evaluating it: a parse error or an
