@@ -20,6 +20,11 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public var description: String { "\(status.code) \(code): \(message)" }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        makeResponse()
+    }
+
+    /// The error's JSON response.
+    public func makeResponse() -> Response {
         JSONResponse.make(ErrorBody(code: code, message: message, field: field), status: status)
     }
 
@@ -101,7 +106,8 @@ extension Request {
         do {
             var buffer = try await body.collect(upTo: limit)
             return buffer.readBytes(length: buffer.readableBytes) ?? []
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            // NIO's collect throws NIOTooManyBytesError (a bare 413 in Hummingbird); answer ours, with a code and message.
             throw APIError(.contentTooLarge, code: "payload_too_large", "the body is larger than \(limit) bytes")
         }
     }
