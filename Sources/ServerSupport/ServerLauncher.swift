@@ -4,6 +4,8 @@ import Glibc
 #endif
 import Hummingbird
 import HummingbirdCore
+import NIOCore
+import NIOPosix
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -43,27 +45,53 @@ public enum ServerLauncher {
     public static func run<Responder: HTTPResponder>(
         responder: Responder, options: LaunchOptions, bound: BoundAddress, services: [any Service] = [], logger: Logger
     ) async throws where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+        let server = serverConfiguration(options)
         let app = Application(
             responder: responder,
-            // A deep accept queue: a reconnect storm (thousands of devices at once) must not overflow it, or dropped SYNs come
-            // back only after TCP's retransmission backoff (1 s, 3 s, 7 s, ...). The kernel caps it at net.core.somaxconn.
-            // At most as many connections as the open-file limit allows, with room to spare: past it accept() fails, and
-            // libdispatch's worker monitor, which opens /proc files, crashes the process (found at 18,000 relay streams).
-            // Beyond the cap, new connections wait in the accept queue.
-            configuration: ApplicationConfiguration(address: .hostname(options.host, port: options.port), serverName: options.serviceName,
-                                                    backlog: 4096,
-                                                    availableConnectionsDelegate: MaximumAvailableConnections(FileLimit.connectionCap())),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? options.port
-                let url = "http://\(options.host):\(port)"
-                bound.set(url)
-                let line = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid())).line()
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
-            },
+            configuration: ApplicationConfiguration(address: server.address, serverName: server.serverName, backlog: server.backlog,
+                                                    availableConnectionsDelegate: server.availableConnectionsDelegate),
+            onServerRunning: { channel in announce(channel, options: options, bound: bound) },
             logger: logger
         )
-        var configs: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
-        // Services listed after the app are shut down before it, so they can end long-lived responses.
+        try await supervise(server: app, options: options, services: services, logger: logger)
+    }
+
+    /// Runs a server whose connections are served by `childChannel`'s pipeline (the relay's event streams), bound and
+    /// supervised like the router servers above, on `eventLoopThreads` NIO threads.
+    public static func run(
+        childChannel: some ServerChildChannel, eventLoopThreads: Int, options: LaunchOptions, bound: BoundAddress,
+        services: [any Service] = [], logger: Logger
+    ) async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, eventLoopThreads))
+        let server = childChannel.server(
+            configuration: serverConfiguration(options),
+            onServerRunning: { channel in announce(channel, options: options, bound: bound) },
+            eventLoopGroup: group, logger: logger)
+        try await supervise(server: server, options: options, services: services, logger: logger)
+    }
+
+    private static func serverConfiguration(_ options: LaunchOptions) -> ServerConfiguration {
+        // A deep accept queue: a reconnect storm (thousands of devices at once) must not overflow it, or dropped SYNs come
+        // back only after TCP's retransmission backoff (1 s, 3 s, 7 s, ...). The kernel caps it at net.core.somaxconn.
+        // At most as many connections as the open-file limit allows, with room to spare: past it accept() fails, and
+        // libdispatch's worker monitor, which opens /proc files, crashes the process (found at 18,000 relay streams).
+        // Beyond the cap, new connections wait in the accept queue.
+        ServerConfiguration(address: .hostname(options.host, port: options.port), serverName: options.serviceName, backlog: 4096,
+                            availableConnectionsDelegate: MaximumAvailableConnections(FileLimit.connectionCap()))
+    }
+
+    /// Prints the READY line once the server accepts connections.
+    private static func announce(_ channel: any Channel, options: LaunchOptions, bound: BoundAddress) {
+        let port = channel.localAddress?.port ?? options.port
+        let url = "http://\(options.host):\(port)"
+        bound.set(url)
+        let line = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid())).line()
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    private static func supervise(server: any Service, options: LaunchOptions, services: [any Service], logger: Logger) async throws {
+        var configs: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: server)]
+        // Services listed after the server are shut down before it, so they can end long-lived responses.
         configs += services.map { .init(service: $0) }
         if let parent = options.parentPID {
             configs.append(.init(service: ParentWatcher(pid: parent), successTerminationBehavior: .gracefullyShutdownGroup))

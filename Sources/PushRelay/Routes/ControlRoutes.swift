@@ -14,7 +14,7 @@ struct ControlRoutes {
     }
     struct ClockNow: Codable { var now: String }
 
-    func add(to router: Router<RelayRequestContext>) {
+    func add(to router: Router<BasicRequestContext>) {
         router.get("/__control/health") { _, _ in JSONResponse.make(["status": "ok"]) }
         router.get("/__control/stats") { _, _ -> Response in JSONResponse.make(await hub.stats()) }
         router.get("/__control/devices/{token}") { _, context -> Response in

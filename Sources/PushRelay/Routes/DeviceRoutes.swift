@@ -6,12 +6,13 @@ import ServerSupport
 import SurveyWire
 import Synchronization
 
-/// The device link (PROTOCOL.md §4): tokens, the event stream, acks, rotation and uninstall.
+/// The device link (PROTOCOL.md §4): tokens, acks, rotation and uninstall. The event stream
+/// (`GET /v1/devices/{token}/stream`) is served by the connection handler itself (`RelayHTTPHandler`), not the router.
 struct DeviceRoutes {
     let hub: RelayHub
     let configuration: RelayConfiguration
 
-    func add(to router: Router<RelayRequestContext>) {
+    func add(to router: Router<BasicRequestContext>) {
         router.post("/v1/devices") { request, _ -> Response in
             let body = try await request.decodeJSON(RelayWire.DeviceRequest.self)
             guard let platform = Platform(rawValue: body.platform) else {
@@ -21,7 +22,6 @@ struct DeviceRoutes {
             let token = await hub.register(platform: platform, appID: body.appID)
             return JSONResponse.make(RelayWire.TokenResponse(token: token), status: .created)
         }
-        router.get("/v1/devices/{token}/stream") { request, context in try await stream(request, context) }
         router.post("/v1/devices/{token}/ack") { request, context -> Response in
             let token = try context.parameters.require("token")
             let body = try await request.decodeJSON(RelayWire.AckRequest.self)
@@ -46,49 +46,6 @@ struct DeviceRoutes {
         }
         return APIError(.notFound, code: "unknown_token", "no device has this token")
     }
-
-    private func stream(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
-        let token = try context.parameters.require("token")
-        let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!]
-        let connectionID: UInt64
-        let items: AsyncStream<StreamItem>
-        do {
-            (connectionID, items) = try await hub.connect(token: token, lastEventID: lastEventID)
-        } catch {
-            switch error {
-            case .unknownToken: throw APIError(.notFound, code: "unknown_token", "no device has this token")
-            case .unregistered: throw APIError(.gone, code: "unregistered", "token was rotated or deleted")
-            case .unreachable: throw APIError(.serviceUnavailable, code: "device_unreachable", "the control API made this device unreachable")
-            }
-        }
-        let hub = self.hub
-        // A client that goes away closes its side of the connection; a small handler at the head of the channel's
-        // pipeline sees that and ends the stream at once instead of waiting for a write to fail. (Hummingbird's
-        // consumeWithInboundCloseHandler does the same with a task group, a child task and a body stream per
-        // connection: about 6 kB of the relay's memory per stream.)
-        let watcher = InboundCloseWatcher { Task { await hub.disconnect(token: token, connectionID: connectionID) } }
-        let channel = context.channel
-        try? await channel.pipeline.addHandler(watcher, position: .first).get()
-        return Response(
-            status: .ok,
-            headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
-            body: ResponseBody { writer in
-                // Keepalives come from the hub's one ticker for all streams (KeepaliveService), not a task per stream.
-                do {
-                    try await writer.write(ByteBuffer(string: ": connected\n\n"))
-                    for await item in items {
-                        try await writer.write(ByteBuffer(string: SSE.encode(item)))
-                    }
-                } catch {
-                    // The client went away; fall through to disconnect.
-                }
-                await hub.disconnect(token: token, connectionID: connectionID)
-                // The connection may carry another request next; the watcher is only for this stream.
-                try? await channel.pipeline.removeHandler(watcher).get()
-                try? await writer.finish(nil)
-            }
-        )
-    }
 }
 
 /// Server-sent event framing for relay output.
@@ -102,46 +59,5 @@ enum SSE {
         case .outgoing(.push(let message)):
             return "id: \(message.id)\nevent: push\ndata: \(message.compactText)\n\n"
         }
-    }
-}
-
-/// The relay's request context: Hummingbird's basics plus the connection's channel (for the stream handler's watcher).
-public struct RelayRequestContext: RequestContext {
-    public var coreContext: CoreRequestContextStorage
-    /// The connection the request came on.
-    public let channel: any Channel
-
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        channel = source.channel
-    }
-}
-
-/// Calls `onClose` once when the peer closes its side of the connection (or the connection goes away).
-final class InboundCloseWatcher: ChannelInboundHandler, RemovableChannelHandler, Sendable {
-    typealias InboundIn = NIOAny
-    private let onClose: @Sendable () -> Void
-    private let fired = Mutex(false)
-
-    init(onClose: @escaping @Sendable () -> Void) {
-        self.onClose = onClose
-    }
-
-    private func fire() {
-        let first = fired.withLock { done in
-            defer { done = true }
-            return !done
-        }
-        if first { onClose() }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if let event = event as? ChannelEvent, event == .inputClosed { fire() }
-        context.fireUserInboundEventTriggered(event)
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        fire()
-        context.fireChannelInactive()
     }
 }

@@ -13,7 +13,7 @@ struct ProviderRoutes {
     static let thirtyDaysMillis: Int64 = 30 * 86400 * 1000
     static let fourWeeksMillis: Int64 = 28 * 86400 * 1000
 
-    func add(to router: Router<RelayRequestContext>) {
+    func add(to router: Router<BasicRequestContext>) {
         router.post("/3/device/{token}") { request, context in try await apns(request, context) }
         router.post("/3/device") { _, _ -> Response in
             throw RawJSONError(.badRequest, body: RelayWire.APNsError(reason: "MissingDeviceToken"))
@@ -32,7 +32,7 @@ struct ProviderRoutes {
         return RawJSONError(status, body: RelayWire.APNsError(reason: reason, timestamp: timestamp), headers: headers)
     }
 
-    func apns(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+    func apns(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let token = try context.parameters.require("token")
         for name in ["apns-id", "apns-expiration", "apns-priority", "apns-collapse-id", "apns-push-type", "apns-topic"] where header(request, name).count > 1 {
             throw apnsError(.badRequest, "DuplicateHeaders", apnsID: UUID().uuidString.lowercased())
@@ -117,7 +117,7 @@ struct ProviderRoutes {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    func fcm(_ request: Request, _ context: RelayRequestContext) async throws -> Response {
+    func fcm(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let project = try context.parameters.require("project")
         let body: [UInt8]
         do {

@@ -9,6 +9,16 @@ enum StreamItem: Sendable {
     case keepalive
 }
 
+/// Where the hub writes one device's stream. Calls come from the hub in order and must not block: an implementation
+/// queues the bytes for its connection (`ChannelStreamSink` hands them to the connection's event loop).
+protocol StreamSink: Sendable {
+    /// The connect was accepted: start the response. Called once, before any `send`.
+    func open()
+    func send(_ item: StreamItem)
+    /// End the stream (replaced, uninstalled, made unreachable, closed by a fault, or shutdown). Nothing is sent after it.
+    func finish()
+}
+
 /// The relay's whole state: devices, retired tokens, open streams, the trace and the relay clock.
 /// Every mutation goes through this actor, so the store-and-forward rules see one order of events.
 actor RelayHub {
@@ -33,7 +43,7 @@ actor RelayHub {
 
     private struct Connection {
         let id: UInt64
-        let continuation: AsyncStream<StreamItem>.Continuation
+        let sink: any StreamSink
     }
 
     private var devices: [String: DeviceState] = [:]
@@ -124,28 +134,30 @@ actor RelayHub {
 
     func isRetired(_ token: String) -> Int64? { retired[token] }
 
-    func connect(token: String, lastEventID: String?) throws(ConnectError) -> (UInt64, AsyncStream<StreamItem>) {
+    /// Opens `sink` as the token's stream (ending the one it had), then sends it the backlog. Returns the connection id
+    /// that `disconnect` takes.
+    func connect(token: String, lastEventID: String?, sink: any StreamSink) throws(ConnectError) -> UInt64 {
         guard var device = devices[token] else { throw retired[token] != nil ? .unregistered : .unknownToken }
         guard device.reachable else { throw .unreachable }
-        if let old = connections[token] { old.continuation.finish() }
-        let (stream, continuation) = AsyncStream<StreamItem>.makeStream()
+        if let old = connections[token] { old.sink.finish() }
         let id = nextConnectionID
         nextConnectionID += 1
-        connections[token] = Connection(id: id, continuation: continuation)
+        connections[token] = Connection(id: id, sink: sink)
+        sink.open()
         var entries: [TraceEntry] = []
         let out = device.connect(lastEventID: lastEventID, now: now(), trace: &entries)
         devices[token] = device
         persist([token])
         record(entries)
         deliver(out, token: token)
-        return (id, stream)
+        return id
     }
 
     /// A stream ended. Only the current connection of a token marks it disconnected.
     func disconnect(token: String, connectionID: UInt64) {
         blackholed.remove(connectionID)
         guard let current = connections[token], current.id == connectionID else { return }
-        current.continuation.finish()
+        current.sink.finish()
         connections[token] = nil
         devices[token]?.disconnect()
     }
@@ -153,7 +165,7 @@ actor RelayHub {
     /// A `: keepalive` comment on the open streams of one slice (connection id modulo `slices`), blackholed ones excepted.
     func keepalive(slice: Int, of slices: Int) {
         for connection in connections.values where Int(connection.id % UInt64(slices)) == slice && !blackholed.contains(connection.id) {
-            connection.continuation.yield(.keepalive)
+            connection.sink.send(.keepalive)
         }
     }
 
@@ -187,7 +199,7 @@ actor RelayHub {
         do { try store?.retire(token, at: retired[token]!) } catch {
             FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
         }
-        if let connection = connections.removeValue(forKey: token) { connection.continuation.finish() }
+        if let connection = connections.removeValue(forKey: token) { connection.sink.finish() }
     }
 
     // MARK: Provider side
@@ -255,7 +267,7 @@ actor RelayHub {
             return (duplicate, delays, faults.spec.reorderWindow ?? 0)
         }
         guard let plan else {
-            for item in items where !blackholed.contains(connection.id) { connection.continuation.yield(.outgoing(item)) }
+            for item in items where !blackholed.contains(connection.id) { connection.sink.send(.outgoing(item)) }
             return
         }
         for (index, item) in items.enumerated() {
@@ -267,7 +279,7 @@ actor RelayHub {
                     let delay = plan.delays[index], connectionID = connection.id
                     Task {
                         try? await Task.sleep(for: .milliseconds(delay))
-                        await self.deliverLater(item, token: token, connectionID: connectionID, window: plan.window)
+                        self.deliverLater(item, token: token, connectionID: connectionID, window: plan.window)
                     }
                 } else {
                     hold(item, token: token, connectionID: connection.id, window: plan.window)
@@ -284,7 +296,7 @@ actor RelayHub {
     private func hold(_ item: DeviceState.Outgoing, token: String, connectionID: UInt64, window: Int) {
         guard let connection = connections[token], connection.id == connectionID else { return }
         guard window > 1 else {
-            if !blackholed.contains(connectionID) { connection.continuation.yield(.outgoing(item)) }
+            if !blackholed.contains(connectionID) { connection.sink.send(.outgoing(item)) }
             return
         }
         let first = reorderBuffers[token, default: []].isEmpty
@@ -294,7 +306,7 @@ actor RelayHub {
         } else if first {
             Task {
                 try? await Task.sleep(for: .milliseconds(50))
-                await self.flushReorder(token)
+                self.flushReorder(token)
             }
         }
     }
@@ -307,7 +319,7 @@ actor RelayHub {
             else if globalFaults != nil { held.shuffle(using: &globalFaults!.random) }
         }
         guard let connection = connections[token], !blackholed.contains(connection.id) else { return }
-        for item in held { connection.continuation.yield(.outgoing(item)) }
+        for item in held { connection.sink.send(.outgoing(item)) }
     }
 
     /// Applies a `PUT /__control/faults` body: replaces the faults of its scope, and runs its one-shot actions.
@@ -330,7 +342,7 @@ actor RelayHub {
         }
         if spec.closeAll == true {
             for (token, connection) in connections where spec.token == nil || spec.token == token {
-                connection.continuation.finish()
+                connection.sink.finish()
                 connections[token] = nil
                 devices[token]?.disconnect()
                 countFault("close")
@@ -364,7 +376,7 @@ actor RelayHub {
         guard devices[token] != nil else { return false }
         devices[token]!.reachable = reachable
         if !reachable, let connection = connections.removeValue(forKey: token) {
-            connection.continuation.finish()
+            connection.sink.finish()
             devices[token]!.disconnect()
         }
         persist([token])
@@ -393,7 +405,7 @@ actor RelayHub {
     }
 
     func reset() {
-        for connection in connections.values { connection.continuation.finish() }
+        for connection in connections.values { connection.sink.finish() }
         connections = [:]
         globalFaults = nil
         deviceFaults = [:]
@@ -409,7 +421,7 @@ actor RelayHub {
     /// Ends every open stream (graceful shutdown).
     func closeAllStreams() {
         for (token, connection) in connections {
-            connection.continuation.finish()
+            connection.sink.finish()
             devices[token]?.disconnect()
         }
         connections = [:]

@@ -1,0 +1,305 @@
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypesHTTP1
+import ServerSupport
+import Synchronization
+
+/// The relay's connections, served by NIO channel handlers instead of a Swift task per connection.
+///
+/// Hummingbird's HTTP/1 server keeps each connection in a child task of one task group, with an async channel, a
+/// request body stream and (for an event stream) a response writer task: about 25 kB of memory per open stream, and
+/// with Swift 6.3's task groups every connection that opens or closes walks the list of all the others (a reconnect
+/// storm of 18,000 devices spent a fifth of the relay's CPU there). Here the Hummingbird server only binds and accepts;
+/// `handle(value:logger:)` returns at once, and the connection lives in its pipeline: NIO's HTTP/1 codec, then
+/// `RelayHTTPHandler`. An event stream is a `ChannelStreamSink` the hub writes to directly; every other request is
+/// read whole and answered by the relay's Hummingbird router in a task of its own.
+struct RelayChildChannel: ServerChildChannel {
+    struct Value: ServerChildChannelValue {
+        let channel: any Channel
+    }
+
+    let responder: RouterResponder<BasicRequestContext>
+    let hub: RelayHub
+    /// Bytes of a request body kept; one more than the routes' limits, so that they still answer 413 past them.
+    let bodyCap: Int
+    let serverName: String
+    let logger: Logger
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            let pipeline = channel.pipeline.syncOperations
+            // Pipelining assistance holds a second request back until the first one's response has ended; the error
+            // handler answers a request NIO cannot parse with 400 and closes the connection.
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
+            try pipeline.addHandler(RelayHTTPHandler(responder: responder, hub: hub, bodyCap: bodyCap, serverName: serverName, logger: logger))
+            return Value(channel: channel)
+        }
+    }
+
+    /// Nothing to do: the connection is served by its pipeline, and this task ends at once.
+    func handle(value: Value, logger: Logger) async {}
+}
+
+/// One connection's requests: reads each one whole, answers it, and turns `GET /v1/devices/{token}/stream` into a
+/// stream the hub writes to. Runs on the connection's event loop.
+final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private enum State {
+        case idle
+        /// Head read; body bytes so far (at most `bodyCap`).
+        case reading(HTTPRequestHead, ByteBuffer)
+        /// A response is being made; the pipeline handler holds any next request back until it has ended.
+        case responding
+        /// The connection carries an event stream until the hub or the client ends it.
+        case streaming(ChannelStreamSink)
+    }
+
+    private let responder: RouterResponder<BasicRequestContext>
+    private let hub: RelayHub
+    private let bodyCap: Int
+    private let serverName: String
+    private let logger: Logger
+    private var state = State.idle
+
+    init(responder: RouterResponder<BasicRequestContext>, hub: RelayHub, bodyCap: Int, serverName: String, logger: Logger) {
+        self.responder = responder
+        self.hub = hub
+        self.bodyCap = bodyCap
+        self.serverName = serverName
+        self.logger = logger
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch (unwrapInboundIn(data), state) {
+        case (.head(let head), .idle):
+            state = .reading(head, context.channel.allocator.buffer(capacity: 0))
+        case (.body(var chunk), .reading(let head, var body)):
+            // Past the cap the rest is dropped: the routes see more than their limit and answer 413, and a huge body
+            // costs no memory.
+            let room = bodyCap - body.readableBytes
+            if room > 0 {
+                if chunk.readableBytes > room { chunk = chunk.getSlice(at: chunk.readerIndex, length: room)! }
+                state = .idle  // lets `body` be uniquely referenced while it grows
+                body.writeBuffer(&chunk)
+            }
+            state = .reading(head, body)
+        case (.end, .reading(let head, let body)):
+            state = .responding
+            dispatch(head, body: body, context: context)
+        case (_, .streaming):
+            // A client sends nothing on an event stream; whatever comes is ignored until it closes.
+            break
+        default:
+            // HTTPServerPipelineHandler delivers one request at a time, in order; anything else is a broken client.
+            context.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A client that closes its side of an event stream has left: end the stream now rather than at a failed write.
+        if let event = event as? ChannelEvent, event == .inputClosed {
+            if case .streaming(let sink) = state { sink.channelClosed() }
+            context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if case .streaming(let sink) = state { sink.channelClosed() }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    // MARK: Requests
+
+    private func dispatch(_ head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
+        let keepAlive = head.isKeepAlive
+        let channel = context.channel
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        if head.method == .GET, let token = Self.streamToken(head.uri) {
+            let sink = ChannelStreamSink(channel: channel, serverName: serverName)
+            state = .streaming(sink)
+            let hub = self.hub
+            let lastEventID = head.headers.first(name: "Last-Event-ID")
+            Task { await RelayHTTPHandler.openStream(token: token, lastEventID: lastEventID, sink: sink, hub: hub, handler: handler, channel: channel) }
+            return
+        }
+        if head.method == .GET, head.uri == "/__control/health" {
+            // Answered here, on the connection's event loop: health says the relay accepts and answers connections, and
+            // must stay fast while thousands of streams reconnect and the task pool is busy with them.
+            write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: #"{"status":"ok"}"#),
+                  keepAlive: keepAlive, channel: channel)
+            return
+        }
+        let request: Request
+        do {
+            request = Request(head: try HTTPRequest(head, secure: false, splitCookie: false), body: RequestBody(buffer: body))
+        } catch {
+            write(HTTPResponse(status: .badRequest), ByteBuffer(), keepAlive: false, channel: channel)
+            return
+        }
+        let requestContext = BasicRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
+        let responder = self.responder
+        Task { await RelayHTTPHandler.answer(request, context: requestContext, responder: responder, keepAlive: keepAlive, handler: handler, channel: channel) }
+    }
+
+    private static func openStream(token: String, lastEventID: String?, sink: ChannelStreamSink, hub: RelayHub,
+                                   handler: NIOLoopBound<RelayHTTPHandler>, channel: any Channel) async {
+        do throws(RelayHub.ConnectError) {
+            let id = try await hub.connect(token: token, lastEventID: lastEventID, sink: sink)
+            sink.connected(id: id, hub: hub, token: token)
+        } catch {
+            await reply(refusal(error).makeResponse(), keepAlive: false, handler: handler, channel: channel)
+        }
+    }
+
+    private static func answer(_ request: Request, context: BasicRequestContext, responder: RouterResponder<BasicRequestContext>,
+                               keepAlive: Bool, handler: NIOLoopBound<RelayHTTPHandler>, channel: any Channel) async {
+        let response: Response
+        do {
+            response = try await responder.respond(to: request, context: context)
+        } catch {
+            // The router turns every HTTPResponseError into its response; anything else is a bug of ours.
+            response = Response(status: .internalServerError)
+        }
+        await reply(response, keepAlive: keepAlive, handler: handler, channel: channel)
+    }
+
+    /// Collects the response's body, then writes the response on the connection's event loop.
+    private static func reply(_ response: Response, keepAlive: Bool, handler: NIOLoopBound<RelayHTTPHandler>, channel: any Channel) async {
+        let bytes = await collect(response.body)
+        let head = response.head
+        channel.eventLoop.execute { handler.value.write(head, bytes, keepAlive: keepAlive, channel: channel) }
+    }
+
+    private static func refusal(_ error: RelayHub.ConnectError) -> APIError {
+        switch error {
+        case .unknownToken: APIError(.notFound, code: "unknown_token", "no device has this token")
+        case .unregistered: APIError(.gone, code: "unregistered", "token was rotated or deleted")
+        case .unreachable: APIError(.serviceUnavailable, code: "device_unreachable", "the control API made this device unreachable")
+        }
+    }
+
+    /// Writes a whole response; closes the connection after it when the request asked for that (or a refusal ended a
+    /// stream request).
+    private func write(_ response: HTTPResponse, _ body: ByteBuffer, keepAlive: Bool, channel: any Channel) {
+        var head = HTTPResponseHead(response)
+        head.headers.replaceOrAdd(name: "server", value: serverName)
+        let code = response.status.code
+        if code != 204 && code != 304 && !(100..<200).contains(code) {
+            head.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
+        }
+        if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
+        state = .idle
+        channel.write(HTTPServerResponsePart.head(head), promise: nil)
+        if body.readableBytes > 0 { channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil) }
+        let ended = channel.writeAndFlush(HTTPServerResponsePart.end(nil))
+        if !keepAlive { ended.whenComplete { _ in channel.close(promise: nil) } }
+    }
+
+    /// The whole of a response body (the relay's routes answer small JSON bodies).
+    private static func collect(_ body: ResponseBody) async -> ByteBuffer {
+        let collected = BodyCollector.Storage()
+        try? await body.write(BodyCollector(storage: collected))
+        return collected.buffer.withLock { $0 }
+    }
+
+    /// The token of `/v1/devices/{token}/stream` (a query string is allowed and ignored), or nil for any other path.
+    /// Taken as sent, like the router's path parameters. Compares bytes: it runs for every request on the event loop.
+    static func streamToken(_ uri: String) -> String? {
+        var path = uri.utf8[...]
+        if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        let prefix = "/v1/devices/".utf8, suffix = "/stream".utf8
+        guard path.count > prefix.count + suffix.count, path.starts(with: prefix), path.reversed().starts(with: suffix.reversed()) else {
+            return nil
+        }
+        let token = path.dropFirst(prefix.count).dropLast(suffix.count)
+        guard !token.contains(UInt8(ascii: "/")) else { return nil }
+        return String(decoding: token, as: UTF8.self)
+    }
+}
+
+/// Collects a response body written by a route.
+private struct BodyCollector: ResponseBodyWriter, Sendable {
+    final class Storage: Sendable {
+        let buffer = Mutex(ByteBuffer())
+    }
+
+    let storage: Storage
+    func write(_ part: ByteBuffer) async throws {
+        storage.buffer.withLock { collected in
+            var part = part
+            collected.writeBuffer(&part)
+        }
+    }
+    func finish(_ trailingHeaders: HTTPFields?) async throws {}
+}
+
+/// One device's event stream on its connection. The hub calls it in order, from its actor; each call queues the bytes
+/// on the connection's event loop and returns. It also ties the connection's end to the hub: whichever of "the hub
+/// accepted the connect" and "the connection closed" comes second tells the hub the device left.
+final class ChannelStreamSink: StreamSink {
+    private struct Link {
+        var id: UInt64?
+        var hub: RelayHub?
+        var token: String?
+        var closed = false
+    }
+
+    private let channel: any Channel
+    private let serverName: String
+    private let link = Mutex(Link())
+
+    init(channel: any Channel, serverName: String) {
+        self.channel = channel
+        self.serverName = serverName
+    }
+
+    func open() {
+        let head = HTTPResponseHead(version: .http1_1, status: .ok,
+                                    headers: ["content-type": "text/event-stream", "cache-control": "no-cache", "server": serverName])
+        channel.write(HTTPServerResponsePart.head(head), promise: nil)
+        channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: ": connected\n\n"))), promise: nil)
+    }
+
+    func send(_ item: StreamItem) {
+        channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: SSE.encode(item)))), promise: nil)
+    }
+
+    func finish() {
+        // The stream's connection is not reused: the client opened it for this stream.
+        let channel = self.channel
+        channel.writeAndFlush(HTTPServerResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// The hub accepted the connect as connection `id`.
+    func connected(id: UInt64, hub: RelayHub, token: String) {
+        let closedAlready = link.withLock { link in
+            link.id = id
+            link.hub = hub
+            link.token = token
+            return link.closed
+        }
+        if closedAlready { Task { await hub.disconnect(token: token, connectionID: id) } }
+    }
+
+    /// The client went away (or the connection was closed).
+    func channelClosed() {
+        let known: (RelayHub, String, UInt64)? = link.withLock { link in
+            guard !link.closed else { return nil }
+            link.closed = true
+            guard let id = link.id, let hub = link.hub, let token = link.token else { return nil }
+            return (hub, token, id)
+        }
+        if let (hub, token, id) = known { Task { await hub.disconnect(token: token, connectionID: id) } }
+    }
+}
