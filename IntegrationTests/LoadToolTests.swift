@@ -133,3 +133,39 @@ extension Integration {
     }
 }
 }
+
+/// The push driver writes its request bodies and reads its push events without Foundation's JSON coders; what it
+/// writes must decode to what the coders would have written, and what it reads must match a full decode.
+@Suite struct PushLoadWireTests {
+    let options = PushLoadOptions(relay: "http://r", devices: 1, rate: RateSchedule(constant: 1), duration: .seconds(1))
+
+    @Test(arguments: [("cJ2x:APA91bQ-_z", "load-7"), ("quote\"token", "load-8"), ("t", "back\\slash")])
+    func sendBodiesMatchTheCoders(_ token: String, _ id: String) throws {
+        let fcm = try PushLoad.sendRequest(id: id, token: token, options: options)
+        let sent = try JSONDecoder().decode(RelayWire.FCMSendRequest.self, from: Data(try #require(fcm.body)))
+        #expect(sent.message.token == token)
+        #expect(sent.message.data?["load_id"] == id)
+        #expect(fcm.url == "http://r/v1/projects/survey-trio/messages:send")
+
+        var ios = options
+        ios.platform = "ios"
+        let apns = try PushLoad.sendRequest(id: id, token: token, options: ios)
+        let payload = try JSONDecoder().decode(JSONValue.self, from: Data(try #require(apns.body)))
+        #expect(payload == ["aps": ["content-available": 1], "load_id": JSONValue.string(id)] as JSONValue)
+        #expect(apns.headers.contains { $0.name == "apns-push-type" && $0.value == "background" })
+
+        let ack = try PushLoad.ackRequest("http://r/ack", id: id)
+        #expect(try JSONDecoder().decode(RelayWire.AckRequest.self, from: Data(try #require(ack.body))).ids == [id])
+    }
+
+    @Test func pushEventsReadLikeAFullDecode() throws {
+        let plain = ServerSentEvent(id: "m-1", event: "push", data: #"{"id":"m-1","payload":{"data":{"load_id":"load-3"}},"priority":10}"#)
+        #expect(PushLoad.pushIDs(plain)! == ("m-1", "load-3"))
+        // An escaped load id, or no id line: the full decode.
+        let escaped = ServerSentEvent(id: "m-2", event: "push", data: #"{"id":"m-2","payload":{"load_id":"a\"b"},"priority":10,"sent_at":1}"#)
+        #expect(PushLoad.pushIDs(escaped)! == ("m-2", "a\"b"))
+        let noID = ServerSentEvent(id: nil, event: "push", data: #"{"id":"m-3","payload":{"load_id":"load-4"},"priority":10,"sent_at":1}"#)
+        #expect(PushLoad.pushIDs(noID)! == ("m-3", "load-4"))
+        #expect(PushLoad.pushIDs(ServerSentEvent(id: nil, event: "push", data: "not json")) == nil)
+    }
+}
