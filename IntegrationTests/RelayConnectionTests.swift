@@ -63,6 +63,11 @@ extension Integration {
             // The same connection still serves the next request.
             try big.send("GET /__control/devices/\(token) HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try big.readResponse().status == 200)
+            // A client that asks before sending its body is told to go on.
+            try big.send("POST /v1/devices/\(token)/ack HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
+            #expect(try big.readHead().status == 100)
+            try big.send(#"{"ids":[]}"#)
+            #expect(try big.readResponse().status == 204)
             // Past the limit on the APNs API: Apple's own reason.
             let ios = try await trio.control.registerDevice(platform: "ios")
             try big.send("POST /3/device/\(ios) HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n")
@@ -121,6 +126,33 @@ extension Integration {
             #expect(try await eventually { try await trio.control.device(token).connected == false })
         }
     }
+
+    @Test func aStreamThatIsNotReadIsClosedAndWhatItMissedComesAgain() async throws {
+        try await Trio.with { trio in
+            let token = try await trio.control.registerDevice(platform: "android")
+            // A small receive window, and nothing ever read.
+            let stuck = try RawSocket(trio.relay.url, receiveBuffer: 4096)
+            try stuck.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await eventually { try await trio.control.device(token).connected })
+            var sent = 0
+            while sent < 400, try await trio.control.device(token).connected {
+                for _ in 0..<10 {
+                    let data = ["blob": String(repeating: "x", count: 3000), "n": String(sent)]
+                    #expect(try await trio.control.sendFCM(token: token, data: data).status == 200)
+                    sent += 1
+                }
+            }
+            #expect(try await eventually { try await trio.control.device(token).connected == false })
+            #expect(sent < 400, "the relay kept buffering for a client that reads nothing")
+            // A reader that does read gets the first unacked push again.
+            let reader = try RawSocket(trio.relay.url)
+            try reader.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try reader.readHead().status == 200)
+            #expect(try reader.readUntil("\n\n").contains(": connected"))
+            let first = try reader.readUntil("\n\n")
+            #expect(first.contains("event: push") && first.contains(#""n":"0""#), "\(first.prefix(200))")
+        }
+    }
 }
 }
 
@@ -135,9 +167,10 @@ final class RawSocket {
     private let fd: Int32
     private var pending: [UInt8] = []
 
-    init(_ url: String) throws {
+    init(_ url: String, receiveBuffer: Int32? = nil) throws {
         let parts = try #require(URL(string: url))
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()

@@ -143,6 +143,12 @@ public struct RelayControlClient: Sendable {
         try await api.call("POST", "/v1/devices", body: RelayWire.DeviceRequest(platform: platform, appID: appID)).decode(RelayWire.TokenResponse.self).token
     }
 
+    /// Sends an FCM-style push (`messages:send`) carrying `data`; returns the raw response (any status).
+    public func sendFCM(token: String, data: [String: String], project: String = "survey-trio") async throws -> HTTPResponse {
+        let body = RelayWire.FCMSendRequest(message: .init(token: token, data: data))
+        return try await api.http.send(try .json(api.baseURL + "/v1/projects/\(project)/messages:send", body: body))
+    }
+
     /// Sends an APNs-style push; returns the raw response (any status).
     public func sendAPNs(token: String, payload: JSONValue, headers: [(String, String)] = []) async throws -> HTTPResponse {
         var request = try HTTPRequest.json(api.baseURL + "/3/device/\(token)", body: payload)

@@ -79,6 +79,10 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch (unwrapInboundIn(data), state) {
         case (.head(let head), .idle):
             state = .reading(head, context.channel.allocator.buffer(capacity: 0))
+            // curl and others wait up to a second for this before sending a large body.
+            if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
+            }
         case (.body(var chunk), .reading(let head, var body)):
             // Past the cap the rest is dropped: the routes see more than their limit and answer 413, and a huge body
             // costs no memory.
@@ -265,6 +269,10 @@ final class ChannelStreamSink: StreamSink {
     }
 
     func open() {
+        // A stream carries small events and at most an ack batch of backlog at a time; a fixed 64 kB send buffer
+        // (instead of the kernel's autotuning up to megabytes) lets a client that stopped reading be noticed after
+        // about a hundred kilobytes rather than several megabytes.
+        channel.setOption(ChannelOptions.socketOption(.so_sndbuf), value: 64 << 10).whenFailure { _ in }
         let head = HTTPResponseHead(version: .http1_1, status: .ok,
                                     headers: ["content-type": "text/event-stream", "cache-control": "no-cache", "server": serverName])
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
@@ -272,6 +280,13 @@ final class ChannelStreamSink: StreamSink {
     }
 
     func send(_ item: StreamItem) {
+        // A client that stopped reading: the kernel's buffers are full and NIO holds more than its high watermark
+        // (64 kB). Rather than buffer without bound, the relay drops the connection; what the device has not acked is
+        // sent again when it reconnects.
+        guard channel.isWritable else {
+            channel.close(promise: nil)
+            return
+        }
         channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: SSE.encode(item)))), promise: nil)
     }
 
