@@ -176,7 +176,7 @@ final class RawSocket {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(try #require(parts.port)).bigEndian)
-        inet_pton(AF_INET, try #require(parts.host), &address.sin_addr)
+        inet_pton(AF_INET, parts.host ?? "127.0.0.1", &address.sin_addr)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }

@@ -42,7 +42,7 @@ public final class ServerProcess: Sendable {
         process.arguments = arguments
         let stdout = Pipe()
         process.standardOutput = stdout
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let stderr = try FileHandle(forWritingTo: logFile)
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice

@@ -73,7 +73,7 @@ import SurveyWire
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-store-\(UUID().uuidString.prefix(8))")
         let store = try ClientStore(root: dir)
         try store.write(["a": 1], to: store.stateURL)
-        #expect(try store.read([String: Int].self, from: store.stateURL) == ["a": 1])
+        #expect(store.read([String: Int].self, from: store.stateURL) == ["a": 1])
         #expect(store.surveyURL("../../etc/passwd").lastPathComponent == ".._.._etc_passwd.json")
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains("tmp") }
         #expect(leftovers.isEmpty)
