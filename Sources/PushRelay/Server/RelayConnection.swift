@@ -148,7 +148,9 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         do {
             request = Request(head: try HTTPRequest(head, secure: false, splitCookie: false), body: RequestBody(buffer: body))
         } catch {
-            write(HTTPResponse(status: .badRequest), ByteBuffer(), keepAlive: false, channel: channel)
+            // A method HTTP types cannot carry (NIO parses a few more): nothing of the relay's, answered like the rest.
+            let refusal = APIError(.badRequest, code: "bad_request", "\(head.method.rawValue) is not a method the relay serves")
+            Task { await RelayHTTPHandler.reply(refusal.makeResponse(), keepAlive: false, handler: handler, channel: channel) }
             return
         }
         let requestContext = BasicRequestContext(source: ApplicationRequestContextSource(channel: channel, logger: logger))
