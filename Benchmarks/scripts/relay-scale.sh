@@ -69,18 +69,24 @@ PY
 
 # A quarter into the measured phase: the storm (STORM=0 skips it, to measure steady delivery alone).
 if [ "${STORM:-1}" = 0 ]; then
-    # The relay's CPU time over the measured phase (after the drivers' 5 s warm-up), per delivery: what the relay itself
-    # costs, whatever share of the cores the drivers take.
-    cpu() { awk '{print $14 + $15}' "/proc/$relay_pid/stat"; }
-    sleep 5
-    cpu0=$(cpu)
-    sleep "$duration"
-    cpu1=$(cpu)
-    ticks=$(getconf CLK_TCK)
+    # CPU time of the relay and of the drivers over most of the measured phase (from the end of the drivers' 5 s
+    # warm-up until 3 s before their sending ends: they exit soon after), per offered delivery.
+    cpu() { local sum=0 p; for p in "$@"; do sum=$((sum + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo "$sum"; }
+    window=$((duration - 3))
+    if [ "$window" -ge 5 ]; then
+        sleep 4
+        cpu0=$(cpu "$relay_pid"); dcpu0=$(cpu "${pids[@]}")
+        sleep "$window"
+        cpu1=$(cpu "$relay_pid"); dcpu1=$(cpu "${pids[@]}")
+    fi
     report
-    python3 -c "
-t = ($cpu1 - $cpu0) / $ticks
-print(f'relay CPU over the {$duration} s measured: {t:.1f} s = {t / $duration * 100:.0f} % of one core; {t / ($rate * $duration) * 1e6:.0f} us per offered delivery (its ack included)')"
+    if [ "$window" -ge 5 ]; then
+        python3 -c "
+t, d, n, w = ($cpu1 - $cpu0) / $(getconf CLK_TCK), ($dcpu1 - $dcpu0) / $(getconf CLK_TCK), $rate * $window, $window
+print(f'relay CPU: {t / w * 100:.0f} % of one core; {t / n * 1e6:.0f} us per offered delivery (its ack included)')
+print(f'drivers CPU: {d / w * 100:.0f} % of one core; {d / n * 1e6:.0f} us per offered delivery;'
+      f' {(t + d) / n * 1e6:.0f} us in all, so {$(nproc)} cores carry at most {$(nproc) * n / (t + d):.0f} deliveries/s')"
+    fi
     exit 0
 fi
 sleep $((5 + duration / 4))
