@@ -73,7 +73,7 @@ enum DeviceOutput {
         case .streamReconnecting(let reason):
             line(["event": "stream_reconnecting", "reason": .string(reason)])
         case .surveyAvailable(let survey):
-            line(["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.entry.name ?? ""),
+            line(["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.entry.name),
                   "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)])
         case .submitted(let survey, let file):
             line(["event": "submitted", "survey_id": .string(survey), "file_name": .string(file)])
