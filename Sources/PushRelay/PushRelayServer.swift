@@ -51,8 +51,9 @@ public struct PushRelayServer: Sendable {
         hub = try RelayHub(metrics: metrics, configuration: configuration, store: store)
     }
 
-    /// The router with every route of the relay.
-    public func makeRouter() -> Router<BasicRequestContext> {
+    /// The router with every route of the relay but the event stream (`GET /v1/devices/{token}/stream`), which
+    /// `RelayHTTPHandler` serves on the connection itself. Not public: on its own it would be a relay without streams.
+    func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
         ProviderRoutes(hub: hub, configuration: configuration).add(to: router)
