@@ -1,10 +1,7 @@
 import Foundation
-import HTTPTypes
 import Hummingbird
-import NIOCore
 import ServerSupport
 import SurveyWire
-import Synchronization
 
 /// The device link (PROTOCOL.md §4): tokens, acks, rotation and uninstall. The event stream
 /// (`GET /v1/devices/{token}/stream`) is served by the connection handler itself (`RelayHTTPHandler`), not the router.

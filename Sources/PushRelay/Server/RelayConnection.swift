@@ -137,7 +137,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             Task { await RelayHTTPHandler.openStream(token: token, lastEventID: lastEventID, sink: sink, hub: hub, handler: handler, channel: channel) }
             return
         }
-        if head.method == .GET, head.uri == "/__control/health" {
+        if head.method == .GET, Self.path(head.uri).elementsEqual("/__control/health".utf8) {
             // Answered here, on the connection's event loop: health says the relay accepts and answers connections, and
             // must stay fast while thousands of streams reconnect and the task pool is busy with them.
             write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: #"{"status":"ok"}"#),
@@ -222,8 +222,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     /// The token of `/v1/devices/{token}/stream` (a query string is allowed and ignored), or nil for any other path.
     /// Taken as sent, like the router's path parameters. Compares bytes: it runs for every request on the event loop.
     static func streamToken(_ uri: String) -> String? {
-        var path = uri.utf8[...]
-        if let query = path.firstIndex(of: UInt8(ascii: "?")) { path = path[..<query] }
+        let path = Self.path(uri)
         let prefix = "/v1/devices/".utf8, suffix = "/stream".utf8
         guard path.count > prefix.count + suffix.count, path.starts(with: prefix), path.reversed().starts(with: suffix.reversed()) else {
             return nil
@@ -231,6 +230,14 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         let token = path.dropFirst(prefix.count).dropLast(suffix.count)
         guard !token.contains(UInt8(ascii: "/")) else { return nil }
         return String(decoding: token, as: UTF8.self)
+    }
+}
+
+extension RelayHTTPHandler {
+    /// The path of a request target, without its query string.
+    static func path(_ uri: String) -> Substring.UTF8View {
+        let bytes = uri.utf8[...]
+        return bytes.firstIndex(of: UInt8(ascii: "?")).map { bytes[..<$0] } ?? bytes
     }
 }
 
