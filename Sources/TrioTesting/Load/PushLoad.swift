@@ -292,7 +292,7 @@ public enum PushLoad {
                     if let loadID {
                         links.ledger.withLock { $0 }?.received(loadID, at: now)
                     }
-                    _ = try? await http.send(try ackRequest(options.relay + "/v1/devices/\(token)/ack", id: messageID))
+                    _ = try? await http.send(ackRequest(options.relay + "/v1/devices/\(token)/ack", id: messageID))
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -307,13 +307,8 @@ public enum PushLoad {
     }
 
     // The tool's own hot path: at a few thousand deliveries a second, Foundation's JSON coders were a fifth of each
-    // driver's CPU (perf). The bodies it sends and the fields it reads have fixed shapes, so they are written and read
-    // directly when every value is plain text, and through the coders otherwise.
-
-    /// `"text"` when `text` needs no JSON escaping (tokens, load ids, relay message ids), else nil.
-    static func plainJSONString(_ text: String) -> String? {
-        text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") } ? "\"\(text)\"" : nil
-    }
+    // driver's CPU (perf). Bodies are written with `JSONValue.compactText` (the relay's own writer, byte-identical to
+    // WireJSON's encoder), and push events are read for the two fields the tool needs, with a full decode as fallback.
 
     /// The message id (the event's `id:` line, else its data's `id`) and load id of a push event; nil if neither reads.
     static func pushIDs(_ event: ServerSentEvent) -> (String, String?)? {
@@ -326,31 +321,21 @@ public enum PushLoad {
         return (message.id, loadID(message.payload))
     }
 
-    static func ackRequest(_ url: String, id: String) throws -> HTTPRequest {
-        guard let quoted = plainJSONString(id) else { return try .json(url, body: RelayWire.AckRequest(ids: [id])) }
-        return jsonRequest(url, #"{"ids":["# + quoted + "]}")
+    static func ackRequest(_ url: String, id: String) -> HTTPRequest {
+        jsonRequest(url, ["ids": [.string(id)]])
     }
 
-    static func jsonRequest(_ url: String, _ body: String) -> HTTPRequest {
-        HTTPRequest(method: "POST", url: url, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8))
+    static func jsonRequest(_ url: String, _ body: JSONValue) -> HTTPRequest {
+        HTTPRequest(method: "POST", url: url, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.compactText.utf8))
     }
 
     /// The provider request for one push: FCM `messages:send` with the load id in `data`, or an APNs background push.
-    static func sendRequest(id: String, token: String, options: PushLoadOptions) throws -> HTTPRequest {
+    static func sendRequest(id: String, token: String, options: PushLoadOptions) -> HTTPRequest {
         if options.platform == "android" {
-            let url = options.relay + "/v1/projects/\(options.fcmProject)/messages:send"
-            if let token = plainJSONString(token), let id = plainJSONString(id) {
-                return jsonRequest(url, #"{"message":{"token":"# + token + #","data":{"load_id":"# + id + "}}}")
-            }
-            return try .json(url, body: RelayWire.FCMSendRequest(message: .init(token: token, data: ["load_id": id])))
+            return jsonRequest(options.relay + "/v1/projects/\(options.fcmProject)/messages:send",
+                               ["message": ["token": .string(token), "data": ["load_id": .string(id)]]])
         }
-        var request: HTTPRequest
-        if let quoted = plainJSONString(id) {
-            request = jsonRequest(options.relay + "/3/device/\(token)", #"{"aps":{"content-available":1},"load_id":"# + quoted + "}")
-        } else {
-            let body: JSONValue = ["aps": ["content-available": 1], "load_id": .string(id)]
-            request = try HTTPRequest.json(options.relay + "/3/device/\(token)", body: body)
-        }
+        var request = jsonRequest(options.relay + "/3/device/\(token)", ["aps": ["content-available": 1], "load_id": .string(id)])
         request.headers.append(("apns-push-type", "background"))
         request.headers.append(("apns-priority", "5"))
         return request
@@ -359,7 +344,7 @@ public enum PushLoad {
     /// Sends one push through the provider API and records the outcome.
     static func send(id: String, token: String, options: PushLoadOptions, http: HTTPClient, ledger: PushLedger) async {
         do {
-            let request = try sendRequest(id: id, token: token, options: options)
+            let request = sendRequest(id: id, token: token, options: options)
             let response = try await http.send(request)
             if response.status == 200 {
                 ledger.accepted()
@@ -369,7 +354,7 @@ public enum PushLoad {
                 ledger.refused(id, error: "send:\(response.status):\(reason)")
             }
         } catch {
-            ledger.refused(id, error: "transport:\((error as? TransportError)?.code ?? "error")")
+            ledger.refused(id, error: "transport:\(error.code)")
         }
     }
 }
