@@ -78,6 +78,9 @@ let package = Package(
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -199,7 +202,11 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["TrioTesting", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "Messaging"],
+            dependencies: [
+                "TrioTesting", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "Messaging",
+                // Seeds a server's database with rows the API refuses, to test what a server does with them at start.
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             path: "IntegrationTests"
         ),
     ]

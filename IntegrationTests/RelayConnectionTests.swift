@@ -13,13 +13,13 @@ extension Integration {
     @Test func keepAliveAndPipelinedRequestsAreAnsweredInOrder() async throws {
         try await Trio.with { trio in
             let socket = try RawSocket(trio.relay.url)
-            try socket.send("GET /__control/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            try socket.send("GET /__control/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             let first = try socket.readResponse()
             #expect(first.status == 200)
             #expect(first.headers["content-length"] == String(first.body.utf8.count))
             #expect(first.body.contains("\"ok\""))
             // Two requests in one write: both answered, in order, on the same connection.
-            try socket.send("GET /__control/devices/nope HTTP/1.1\r\nHost: x\r\n\r\nGET /__control/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            try socket.send("GET /__control/devices/nope HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /__control/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             let second = try socket.readResponse()
             let third = try socket.readResponse()
             #expect(second.status == 404)
@@ -30,7 +30,7 @@ extension Integration {
     @Test func connectionCloseAndHTTP10AreHonoured() async throws {
         try await Trio.with { trio in
             let socket = try RawSocket(trio.relay.url)
-            try socket.send("GET /__control/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            try socket.send("GET /__control/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             let response = try socket.readResponse()
             #expect(response.status == 200)
             #expect(response.headers["connection"] == "close")
@@ -55,22 +55,22 @@ extension Integration {
             let token = try await trio.control.registerDevice(platform: "android")
             let big = try RawSocket(trio.relay.url)
             let size = 3 << 20
-            try big.send("POST /v1/devices/\(token)/ack HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: \(size)\r\n\r\n")
+            try big.send("POST /v1/devices/\(token)/ack HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(size)\r\n\r\n")
             try big.send(String(repeating: " ", count: size))
             let refused = try big.readResponse()
             #expect(refused.status == 413)
             #expect(refused.body.contains("payload_too_large"), "\(refused)")
             // The same connection still serves the next request.
-            try big.send("GET /__control/devices/\(token) HTTP/1.1\r\nHost: x\r\n\r\n")
+            try big.send("GET /__control/devices/\(token) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try big.readResponse().status == 200)
             // A client that asks before sending its body is told to go on.
-            try big.send("POST /v1/devices/\(token)/ack HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
+            try big.send("POST /v1/devices/\(token)/ack HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
             #expect(try big.readHead().status == 100)
             try big.send(#"{"ids":[]}"#)
             #expect(try big.readResponse().status == 204)
             // Past the limit on the APNs API: Apple's own reason.
             let ios = try await trio.control.registerDevice(platform: "ios")
-            try big.send("POST /3/device/\(ios) HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n")
+            try big.send("POST /3/device/\(ios) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(size)\r\n\r\n")
             try big.send(String(repeating: " ", count: size))
             let apns = try big.readResponse()
             #expect(apns.status == 413)
@@ -78,9 +78,9 @@ extension Integration {
 
             // A method NIO knows but the router does not route, and an unknown path.
             let other = try RawSocket(trio.relay.url)
-            try other.send("PATCH /__control/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            try other.send("PATCH /__control/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try other.readResponse().status >= 400)
-            try other.send("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            try other.send("GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try other.readResponse().status == 404)
             #expect(try await trio.control.health())
         }
@@ -90,7 +90,7 @@ extension Integration {
         try await Trio.with { trio in
             // Unknown token: a JSON error, then the connection closes.
             let unknown = try RawSocket(trio.relay.url)
-            try unknown.send("GET /v1/devices/nope/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            try unknown.send("GET /v1/devices/nope/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             let refused = try unknown.readResponse()
             #expect(refused.status == 404)
             #expect(refused.body.contains("unknown_token"))
@@ -98,7 +98,7 @@ extension Integration {
 
             let token = try await trio.control.registerDevice(platform: "ios")
             let first = try RawSocket(trio.relay.url)
-            try first.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+            try first.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
             let head = try first.readHead()
             #expect(head.status == 200)
             #expect(head.headers["content-type"] == "text/event-stream")
@@ -115,7 +115,7 @@ extension Integration {
 
             // A second stream for the same token replaces the first: the first ends (last chunk, then the close).
             let second = try RawSocket(trio.relay.url)
-            try second.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            try second.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try second.readHead().status == 200)
             #expect(try first.readToEnd().contains("0\r\n\r\n"))
             // The unacked push is sent again on the new stream.
@@ -132,7 +132,7 @@ extension Integration {
             let token = try await trio.control.registerDevice(platform: "android")
             // A small receive window, and nothing ever read.
             let stuck = try RawSocket(trio.relay.url, receiveBuffer: 4096)
-            try stuck.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            try stuck.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try await eventually { try await trio.control.device(token).connected })
             var sent = 0
             while sent < 400, try await trio.control.device(token).connected {
@@ -146,7 +146,7 @@ extension Integration {
             #expect(sent < 400, "the relay kept buffering for a client that reads nothing")
             // A reader that does read gets the first unacked push again.
             let reader = try RawSocket(trio.relay.url)
-            try reader.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            try reader.send("GET /v1/devices/\(token)/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             #expect(try reader.readHead().status == 200)
             #expect(try reader.readUntil("\n\n").contains(": connected"))
             let first = try reader.readUntil("\n\n")
@@ -192,8 +192,15 @@ final class RawSocket {
         Glibc.close(fd)
     }
 
+    /// Closes the sending side (the peer reads end-of-stream; this socket can still read the answer).
+    func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
+
     func send(_ text: String) throws {
-        var bytes = Array(text.utf8)[...]
+        try send(bytes: Array(text.utf8))
+    }
+
+    func send(bytes: [UInt8]) throws {
+        var bytes = bytes[...]
         while !bytes.isEmpty {
             let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n < 0 && errno == EPIPE { return }  // the peer already answered and closed (a refused body)

@@ -13,7 +13,7 @@ extension SurveyClient {
     var messageStoreURL: URL { messagingDirectory.appendingPathComponent("messages.json") }
 
     func ensureMessagingDirectory() {
-        try? FileManager.default.createDirectory(at: messagingDirectory, withIntermediateDirectories: true)
+        try? FileManager.default.createDirectory(at: messagingDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     // MARK: Features

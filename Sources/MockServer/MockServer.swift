@@ -2,13 +2,15 @@ import Foundation
 import Hummingbird
 import Logging
 import ServerSupport
+import SurveyWire
+import SurveyCrypto
 import ServiceLifecycle
 import Transport
 
 /// The Beiwe-compatible mock study server: mobile API, telemetry, admin API and the push scheduler.
 public struct MockServer: Sendable {
     /// Reported by `/__admin/info`.
-    public static let version = "0.1.0"
+    public static let version = TrioVersion.current
 
     let context: ServerContext
     let httpClient: HTTPClient
@@ -21,20 +23,27 @@ public struct MockServer: Sendable {
         let dispatcher = PushDispatcher(client: client, relayURL: configuration.relayURL, fcmProject: configuration.fcmProject, logger: logger)
         let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
         httpClient = client
+        let decoy = try BeiwePassword.makeRecord(deviceHash: Base64URL.encode(SecureRandom.bytes(32)), iterations: configuration.kdfIterations)
         context = ServerContext(configuration: configuration, store: store, scheduler: scheduler, realNow: now, bound: BoundAddress(),
-                                metrics: metrics, logger: logger)
+                                metrics: metrics, logger: logger, loginThrottle: LoginThrottle(limit: configuration.maxFailedLogins),
+                                decoyPasswordRecord: decoy,
+                                telemetryBytes: TelemetryQuota(used: try store.telemetryBytes(), limit: configuration.maxTelemetryBytes))
     }
 
     /// The router with every route.
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        let routes = RouteTableBox()
         router.add(middleware: RequestMetricsMiddleware(metrics: context.metrics))
+        router.add(middleware: JSONErrorMiddleware(routes: routes, logger: context.logger))
+        router.add(middleware: ControlPlaneGuard(prefix: "/__admin", token: context.configuration.adminToken, bound: context.bound))
         router.add(middleware: FaultMiddleware(faults: context.faults))
         MobileRoutes(context: context).add(to: router)
         TelemetryRoutes(context: context).add(to: router)
         FeatureRoutes(context: context).add(to: router)
         AdminRoutes(context: context).add(to: router)
         context.metrics.addRoute(to: router)
+        routes.set(RouteTable(router))
         return router
     }
 
@@ -52,16 +61,31 @@ struct SchedulerService: Service {
     let context: ServerContext
 
     func run() async throws {
+        // A failed tick (a database read, a quarantined row) is logged and tried again next tick; it never stops the
+        // server. A quarantined study is logged once, not every second.
         do {
             try await cancelWhenGracefulShutdown {
+                var quarantined: Set<String> = []
                 while true {
                     try await Task.sleep(for: context.configuration.tickInterval)
-                    let studies = try await context.store.read { db in
-                        try String.fetchAll(db, sql: "SELECT id FROM study WHERE clock_mode = 'real' AND scheduling = 'server'")
+                    let studies: [String]
+                    do {
+                        studies = try await context.store.read { db in
+                            try String.fetchAll(db, sql: "SELECT id FROM study WHERE clock_mode = 'real' AND scheduling = 'server'")
+                        }
+                    } catch {
+                        context.logger.error("scheduler could not list studies; trying again next tick", metadata: ["error": "\(error)"])
+                        continue
                     }
                     for id in studies {
                         do {
                             try await context.scheduler.tick(studyID: id)
+                            quarantined.remove(id)
+                        } catch let error as APIError where error.code == "study_quarantined" {
+                            if quarantined.insert(id).inserted {
+                                context.logger.error("study quarantined: not scheduled until its row is fixed",
+                                                     metadata: ["study_id": "\(id)", "error": "\(error)"])
+                            }
                         } catch {
                             context.logger.error("scheduler tick failed", metadata: ["study_id": "\(id)", "error": "\(error)"])
                         }

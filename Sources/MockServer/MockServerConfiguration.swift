@@ -18,9 +18,16 @@ public struct MockServerConfiguration: Sendable {
     public var maxUploadBytes: Int
     /// How often real-time studies are checked for due occurrences.
     public var tickInterval: Duration
+    /// Failed password checks one participant may have per minute before the mobile API answers 429; nil = no limit.
+    public var maxFailedLogins: Int?
+    /// Telemetry kept at most (bytes of stored ping bodies); past it `/submit` answers 507 and clients keep their pings.
+    public var maxTelemetryBytes: Int
 
     public init(store: StoreLocation = .memory, kdfIterations: Int = 1000, relayURL: String? = nil, fcmProject: String = "mock-study",
-                adminToken: String? = nil, maxBodyBytes: Int = 1 << 20, maxUploadBytes: Int = 8 << 20, tickInterval: Duration = .seconds(1)) {
+                adminToken: String? = nil, maxBodyBytes: Int = 1 << 20, maxUploadBytes: Int = 8 << 20, tickInterval: Duration = .seconds(1),
+                maxFailedLogins: Int? = nil, maxTelemetryBytes: Int = 512 << 20) {
+        self.maxFailedLogins = maxFailedLogins
+        self.maxTelemetryBytes = maxTelemetryBytes
         self.store = store
         self.kdfIterations = kdfIterations
         self.relayURL = relayURL

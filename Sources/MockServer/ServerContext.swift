@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServerSupport
+import Synchronization
 
 /// What every route of the mock server shares.
 struct ServerContext: Sendable {
@@ -13,4 +14,37 @@ struct ServerContext: Sendable {
     let keys = KeyCache()
     let faults = FaultTable()
     let logger: Logger
+    /// `--max-failed-logins`: failed password checks per participant per minute before 429.
+    let loginThrottle: LoginThrottle
+    /// A password record at the server's PBKDF2 cost that no device hash matches: unknown participants are checked
+    /// against it, so they take as long as a wrong password.
+    let decoyPasswordRecord: String
+    /// Bytes of telemetry stored, against `maxTelemetryBytes`.
+    let telemetryBytes: TelemetryQuota
+}
+
+/// How many bytes of ping bodies the store holds (read once at start, then counted as pings are stored or wiped).
+final class TelemetryQuota: Sendable {
+    private let used: Mutex<Int>
+    let limit: Int
+
+    init(used: Int, limit: Int) {
+        self.used = Mutex(used)
+        self.limit = limit
+    }
+
+    /// Reserves `bytes`; false when that would pass the limit.
+    func reserve(_ bytes: Int) -> Bool {
+        used.withLock { total in
+            guard total + bytes <= limit else { return false }
+            total += bytes
+            return true
+        }
+    }
+
+    /// Gives back a reservation whose ping was not stored (a duplicate, or a failed write).
+    func release(_ bytes: Int) { used.withLock { $0 = max(0, $0 - bytes) } }
+
+    /// After a wipe.
+    func reset() { used.withLock { $0 = 0 } }
 }

@@ -2,6 +2,7 @@ import Hummingbird
 import NIOCore
 import Logging
 import ServerSupport
+import SurveyWire
 import ServiceLifecycle
 
 /// Settings of a relay process.
@@ -21,9 +22,16 @@ public struct RelayConfiguration: Sendable {
     /// Messages a device has in flight (delivered, not acked) while a backlog drains: on (re)connect the backlog goes
     /// out oldest first in batches of this size, the next after acks (autopush's model).
     public var ackBatch: Int
+    /// Bearer token required on `/__control` and `/metrics` when set (`--control-token`).
+    public var controlToken: String?
+    /// Connection timeouts and the pipelining cap.
+    public var connections: ConnectionLimits
 
     public init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
-                deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10) {
+                deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10, controlToken: String? = nil,
+                connections: ConnectionLimits = ConnectionLimits()) {
+        self.controlToken = controlToken
+        self.connections = connections
         self.keepaliveInterval = keepaliveInterval
         self.maxAPNsPayloadBytes = maxAPNsPayloadBytes
         self.maxProviderBodyBytes = maxProviderBodyBytes
@@ -38,9 +46,13 @@ public struct RelayConfiguration: Sendable {
 
 /// The simulated push relay: APNs/FCM provider APIs, the device link and the control API.
 public struct PushRelayServer: Sendable {
+    /// Reported by `--version` and `/__control/health`.
+    public static let version = TrioVersion.current
+
     let hub: RelayHub
     let configuration: RelayConfiguration
     let metrics: ServerMetrics
+    let bound = BoundAddress()
 
     /// A relay with its state in memory, or in the SQLite file at `storePath` (loaded now; throws when it cannot be opened).
     public init(configuration: RelayConfiguration = RelayConfiguration(), storePath: String? = nil) throws {
@@ -55,11 +67,15 @@ public struct PushRelayServer: Sendable {
     /// `RelayHTTPHandler` serves on the connection itself. Not public: on its own it would be a relay without streams.
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        let routes = RouteTableBox()
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
+        router.add(middleware: JSONErrorMiddleware(routes: routes, logger: Logger(label: "push-relay")))
+        router.add(middleware: ControlPlaneGuard(prefix: "/__control", token: configuration.controlToken, bound: bound))
         ProviderRoutes(hub: hub, configuration: configuration).add(to: router)
         DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
         ControlRoutes(hub: hub).add(to: router)
         metrics.addRoute(to: router)
+        routes.set(RouteTable(router))
         return router
     }
 
@@ -67,13 +83,14 @@ public struct PushRelayServer: Sendable {
     public func run(options: LaunchOptions, logger: Logger) async throws {
         let connections = RelayChildChannel(
             responder: makeRouter().buildResponder(), hub: hub,
-            bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1, serverName: options.serviceName, logger: logger)
+            bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1, serverName: options.serviceName, logger: logger,
+            controlToken: configuration.controlToken, bound: bound, limits: configuration.connections)
         // Twice as many event loops as cores: in a reconnect storm each loop has a burst of accepts and stream opens to
         // work through, and a request on a loop behind such a burst waits for all of it. With more loops than cores the
         // kernel shares the CPU between them, and each has a smaller part of the burst ahead of a request (measured on
         // 2 cores, 18,000 streams reconnecting: the slowest health answer 0.68–0.79 s with 4 loops, 1.2–1.8 s with 2).
         try await ServerLauncher.run(
-            childChannel: connections, eventLoopThreads: 2 * System.coreCount, options: options, bound: BoundAddress(),
+            childChannel: connections, eventLoopThreads: 2 * System.coreCount, options: options, bound: bound,
             services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], logger: logger)
     }
 }

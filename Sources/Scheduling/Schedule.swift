@@ -133,8 +133,12 @@ public enum Schedule: Sendable, Hashable, Codable {
         }
     }
 
-    /// Checks ranges: day 0–6, hour 0–23, minute 0–59, days_after ≥ 0, and `until` not before `from`
-    /// when both are calendar dates (or both day counts).
+    /// The day counts a schedule may name (`days_after`, `{"day": n}`): 0 to 10 years. Larger counts are no study's, and
+    /// bounding them keeps date arithmetic on them (anchor + n days) far from overflow.
+    public static let dayCounts = 0...3650
+
+    /// Checks ranges: day 0–6, hour 0–23, minute 0–59, days_after and `{"day": n}` in ``dayCounts``, and `until` not
+    /// before `from` when both are calendar dates (or both day counts).
     public func validate() throws(ScheduleError) {
         let t = time
         guard (0...23).contains(t.hour) else { throw ScheduleError(code: "out_of_range", field: "hour", message: "hour must be 0-23, got \(t.hour)") }
@@ -145,10 +149,17 @@ public enum Schedule: Sendable, Hashable, Codable {
             var backwards = false
             if case .date(let a)? = from, case .date(let b)? = until { backwards = b < a }
             if case .daysAfterRegistration(let a)? = from, case .daysAfterRegistration(let b)? = until { backwards = b < a }
+            for (field, bound) in [("from", from), ("until", until)] {
+                if case .daysAfterRegistration(let n)? = bound, !Self.dayCounts.contains(n) {
+                    throw ScheduleError(code: "out_of_range", field: field, message: "\(field).day must be 0-\(Self.dayCounts.upperBound), got \(n)")
+                }
+            }
             if backwards { throw ScheduleError(code: "until_before_from", field: "until", message: "until is before from") }
         case .absolute: break
         case .relative(let days, _, _):
-            guard days >= 0 else { throw ScheduleError(code: "out_of_range", field: "days_after", message: "days_after must be >= 0, got \(days)") }
+            guard Self.dayCounts.contains(days) else {
+                throw ScheduleError(code: "out_of_range", field: "days_after", message: "days_after must be 0-\(Self.dayCounts.upperBound), got \(days)")
+            }
         }
     }
 }

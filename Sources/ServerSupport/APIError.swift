@@ -9,12 +9,15 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public var code: String
     public var message: String
     public var field: String?
+    /// Extra response headers (`Retry-After`, `Allow`, ...).
+    public var headers: HTTPFields = [:]
 
-    public init(_ status: HTTPResponse.Status, code: String, _ message: String, field: String? = nil) {
+    public init(_ status: HTTPResponse.Status, code: String, _ message: String, field: String? = nil, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
         self.field = field
+        self.headers = headers
     }
 
     public var description: String { "\(status.code) \(code): \(message)" }
@@ -25,7 +28,9 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
 
     /// The error's JSON response.
     public func makeResponse() -> Response {
-        JSONResponse.make(ErrorBody(code: code, message: message, field: field), status: status)
+        var response = JSONResponse.make(ErrorBody(code: code, message: message, field: field), status: status)
+        response.headers.append(contentsOf: headers)
+        return response
     }
 
     /// 400 `invalid_json` for a body that did not decode, naming the failing field when known.
@@ -61,6 +66,10 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
 /// Errors from pure modules that know which API error they are.
 public protocol APIErrorConvertible: Error {
     var apiError: APIError { get }
+}
+
+extension WireRangeError: APIErrorConvertible {
+    public var apiError: APIError { APIError(.badRequest, code: code, message, field: field) }
 }
 
 /// A response with a ready-made JSON body (used for APNs and FCM error shapes).
@@ -121,21 +130,27 @@ extension Request {
         if let unknown = members.keys.sorted().first(where: { !allowedKeys.contains($0) }) {
             throw APIError(.badRequest, code: "unknown_field", "'\(unknown)' is not a field of this request", field: unknown)
         }
+        return try Self.decodeChecked(type, bytes)
+    }
+
+    /// Decodes, then checks the value's ranges when its type declares them (`RangeChecked`): 400 with the field.
+    public static func decodeChecked<T: Decodable>(_ type: T.Type, _ bytes: [UInt8]) throws -> T {
+        let value: T
         do {
-            return try JSONDecoder().decode(type, from: Data(bytes))
+            value = try JSONDecoder().decode(type, from: Data(bytes))
         } catch {
             throw APIError.invalidJSON(error)
         }
+        if let checked = value as? any RangeChecked {
+            do { try checked.checkRanges() } catch { throw error.apiError }
+        }
+        return value
     }
 
     /// Reads and decodes a JSON body, answering 400 with the failing field, or 413.
     public func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int = 1 << 20) async throws -> T {
         let bytes = try await collectBody(limit: limit)
         guard !bytes.isEmpty else { throw APIError(.badRequest, code: "invalid_json", "the body is empty; a JSON object is required") }
-        do {
-            return try JSONDecoder().decode(type, from: Data(bytes))
-        } catch {
-            throw APIError.invalidJSON(error)
-        }
+        return try Self.decodeChecked(type, bytes)
     }
 }

@@ -21,8 +21,12 @@ public struct LaunchOptions: Sendable {
     public var port: Int
     /// Stop when this process is gone.
     public var parentPID: Int32?
+    /// Connection timeouts and the pipelining cap.
+    public var connections: ConnectionLimits
 
-    public init(serviceName: String, host: String = "127.0.0.1", port: Int = 0, parentPID: Int32? = nil) {
+    public init(serviceName: String, host: String = "127.0.0.1", port: Int = 0, parentPID: Int32? = nil,
+                connections: ConnectionLimits = ConnectionLimits()) {
+        self.connections = connections
         self.serviceName = serviceName
         self.host = host
         self.port = port
@@ -48,6 +52,7 @@ public enum ServerLauncher {
         let server = serverConfiguration(options)
         let app = Application(
             responder: responder,
+            server: .guardedHTTP1(limits: options.connections, serverName: options.serviceName),
             configuration: ApplicationConfiguration(address: server.address, serverName: server.serverName, backlog: server.backlog,
                                                     availableConnectionsDelegate: server.availableConnectionsDelegate),
             onServerRunning: { channel in announce(channel, options: options, bound: bound) },

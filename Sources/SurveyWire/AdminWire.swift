@@ -294,15 +294,43 @@ public enum AdminWire {
         /// Distinct `seq` values stored.
         public var stored: Int
         public var highest: Int
-        /// Numbers from 0 to `highest` never stored.
+        /// Numbers from 0 to `highest` never stored, the lowest first; at most ``missingListLimit`` of them.
         public var missing: [Int]
-        enum CodingKeys: String, CodingKey { case clientID = "client_id", ping, stored, highest, missing }
-        public init(clientID: String, ping: String, stored: Int, highest: Int, missing: [Int]) {
+        /// How many numbers from 0 to `highest` were never stored (all of them, listed or not).
+        public var missingCount: Int?
+        enum CodingKeys: String, CodingKey { case clientID = "client_id", ping, stored, highest, missing, missingCount = "missing_count" }
+
+        /// The most numbers `missing` lists.
+        public static let missingListLimit = 1_000
+
+        public init(clientID: String, ping: String, stored: Int, highest: Int, missing: [Int], missingCount: Int? = nil) {
             self.clientID = clientID
             self.ping = ping
             self.stored = stored
             self.highest = highest
             self.missing = missing
+            self.missingCount = missingCount ?? missing.count
+        }
+
+        /// The report of one client's ping from its stored sequence numbers, ascending (duplicates allowed, all >= 0):
+        /// linear in their count, however large the highest is.
+        public init(clientID: String, ping: String, sortedSeqs: [Int]) {
+            var distinct: [Int] = []
+            distinct.reserveCapacity(sortedSeqs.count)
+            for seq in sortedSeqs where seq >= 0 && distinct.last != seq { distinct.append(seq) }
+            let highest = distinct.last ?? 0
+            var missing: [Int] = []
+            var expected = 0
+            for seq in distinct {
+                while expected < seq && missing.count < Self.missingListLimit {
+                    missing.append(expected)
+                    expected += 1
+                }
+                if missing.count >= Self.missingListLimit { break }
+                expected = seq + 1
+            }
+            let missingCount = distinct.isEmpty ? 0 : highest + 1 - distinct.count
+            self.init(clientID: clientID, ping: ping, stored: distinct.count, highest: highest, missing: missing, missingCount: missingCount)
         }
     }
 

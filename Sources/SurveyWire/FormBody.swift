@@ -6,34 +6,57 @@
 public struct FormBody: Sendable, Equatable {
     /// Fields in the order they were first seen, each with its last value.
     public private(set) var fields: [(name: String, value: String)]
+    /// Where each name sits in `fields`: lookups and replacements are O(1), so parsing is linear in the body.
+    private var positions: [String: Int]
+
+    /// The most fields a parsed body may have (``init(parsingBytes:maxFields:)``). Beiwe's requests carry about 20.
+    public static let defaultMaxFields = 1_000
+
+    /// A body with more fields than allowed.
+    public struct TooManyFields: Error, Sendable, Equatable {
+        public var limit: Int
+    }
 
     public static func == (a: FormBody, b: FormBody) -> Bool {
         a.fields.map(\.name) == b.fields.map(\.name) && a.fields.map(\.value) == b.fields.map(\.value)
     }
 
     /// An empty form.
-    public init() { fields = [] }
+    public init() {
+        fields = []
+        positions = [:]
+    }
 
     /// A form from name/value pairs; a later duplicate replaces an earlier one.
     public init(_ pairs: [(String, String)]) {
-        fields = []
+        self.init()
         for (name, value) in pairs { self[name] = value }
     }
 
-    /// Parses an urlencoded body.
+    /// Parses an urlencoded body (no field limit: for text the caller built).
     public init(parsing body: some StringProtocol) {
         self.init(parsingBytes: Array(body.utf8))
     }
 
-    /// Parses an urlencoded body from its bytes (invalid UTF-8 becomes U+FFFD).
+    /// Parses an urlencoded body from its bytes (invalid UTF-8 becomes U+FFFD), in time linear in its length.
     public init(parsingBytes bytes: some Collection<UInt8>) {
-        fields = []
+        // Without a limit the parse cannot fail.
+        self = (try? Self(parsingBytes: bytes, maxFields: .max)) ?? FormBody()
+    }
+
+    /// Parses an urlencoded body, throwing ``TooManyFields`` past `maxFields` non-empty fields (each `&`-separated item
+    /// counts, duplicates included, so a body of 100,000 empty names is refused before it costs anything).
+    public init(parsingBytes bytes: some Collection<UInt8>, maxFields: Int) throws(TooManyFields) {
+        self.init()
         let bytes = Array(bytes)
         var start = 0
+        var items = 0
         while start < bytes.count {
             var end = start
             while end < bytes.count, bytes[end] != UInt8(ascii: "&") { end += 1 }
             if end > start {
+                items += 1
+                guard items <= maxFields else { throw TooManyFields(limit: maxFields) }
                 var equals = start
                 while equals < end, bytes[equals] != UInt8(ascii: "=") { equals += 1 }
                 let name = Self.decode(bytes[start..<equals])
@@ -46,11 +69,18 @@ public struct FormBody: Sendable, Equatable {
 
     /// The value of a field, or nil when absent. Setting replaces (last wins).
     public subscript(name: String) -> String? {
-        get { fields.last(where: { $0.name == name })?.value }
+        get { positions[name].map { fields[$0].value } }
         set {
-            if let index = fields.firstIndex(where: { $0.name == name }) {
-                if let newValue { fields[index].value = newValue } else { fields.remove(at: index) }
+            if let index = positions[name] {
+                if let newValue {
+                    fields[index].value = newValue
+                } else {
+                    fields.remove(at: index)
+                    positions[name] = nil
+                    for i in index..<fields.count { positions[fields[i].name] = i }
+                }
             } else if let newValue {
+                positions[name] = fields.count
                 fields.append((name, newValue))
             }
         }

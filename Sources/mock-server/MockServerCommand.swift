@@ -19,16 +19,24 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "PBKDF2 iterations for stored passwords.") var kdfIterations = 1000
     @Option(help: "Bearer token required on /__admin.") var adminToken: String?
     @Option(help: "Seconds between scheduler checks of real-time studies.") var tick = 1.0
+    @Option(help: "Failed password checks one participant may have per minute; more answer 429 until the minute is over (default: no limit).")
+    var maxFailedLogins: Int?
+    @Option(help: "Bytes of telemetry kept at most; past it /submit answers 507 and clients keep their pings.") var maxTelemetryBytes = 512 << 20
+    @Option(help: "Seconds an idle connection (no request under way) is kept open.") var idleTimeout = 60.0
+    @Option(help: "Seconds a request may take to arrive whole (headers and body); then 408 and close.") var requestTimeout = 10.0
+    @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard (1...10_000_000).contains(kdfIterations) else { throw ValidationError("--kdf-iterations must be 1-10000000") }
-        guard tick > 0 else { throw ValidationError("--tick must be positive") }
+        guard tick > 0, tick <= 3600 else { throw ValidationError("--tick must be > 0 and <= 3600 seconds") }
+        if let maxFailedLogins { guard (1...1_000_000).contains(maxFailedLogins) else { throw ValidationError("--max-failed-logins must be 1-1000000") } }
+        guard maxTelemetryBytes >= 1 << 20 else { throw ValidationError("--max-telemetry-bytes must be at least 1048576") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        let loopback = host == "127.0.0.1" || host == "localhost" || host == "::1"
-        guard loopback || adminToken != nil else {
+        try ConnectionLimits.validate(idleTimeout: idleTimeout, requestTimeout: requestTimeout, maxPipelined: maxPipelined)
+        guard HostName.isLoopbackBind(host) || adminToken != nil else {
             throw ValidationError("binding \(host) exposes the admin API beyond loopback; pass --admin-token")
         }
         if let relayURL, !(relayURL.hasPrefix("http://") || relayURL.hasPrefix("https://")) {
@@ -37,13 +45,14 @@ struct MockServerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        LoggingSystem.bootstrap { EscapingLogHandler(StreamLogHandler.standardError(label: $0)) }
         var logger = Logger(label: "mock-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let location = StoreLocation(argument: database ?? "\(dataDir)/mock-server.sqlite")
         let configuration = MockServerConfiguration(
             store: location, kdfIterations: kdfIterations, relayURL: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
-            adminToken: adminToken, tickInterval: .milliseconds(Int(tick * 1000)))
+            adminToken: adminToken, tickInterval: .milliseconds(Int(tick * 1000)), maxFailedLogins: maxFailedLogins,
+            maxTelemetryBytes: maxTelemetryBytes)
         let server: MockServer
         do {
             server = try MockServer(configuration: configuration, logger: logger)
@@ -51,6 +60,7 @@ struct MockServerCommand: AsyncParsableCommand {
             logger.critical("cannot open the database", metadata: ["database": "\(location)", "error": "\(error)"])
             throw ExitCode(2)
         }
-        try await server.run(options: LaunchOptions(serviceName: "mock-server", host: host, port: port, parentPID: parentPid))
+        try await server.run(options: LaunchOptions(serviceName: "mock-server", host: host, port: port, parentPID: parentPid,
+                                                    connections: ConnectionLimits(seconds: idleTimeout, requestTimeout, maxPipelined: maxPipelined)))
     }
 }

@@ -10,7 +10,7 @@ struct PushRelayCommand: AsyncParsableCommand {
         commandName: "push-relay",
         abstract: "Simulated APNs/FCM push relay. Prints one READY line to stdout once it accepts connections.")
 
-    @Option(help: "Address to bind.") var host = "127.0.0.1"
+    @Option(help: "Address to bind. Anything but loopback needs --control-token.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 = any free port).") var port = 0
     @Option(help: "Seconds between keepalive comments on idle device streams.") var keepalive = 25.0
     @Option(help: "Pushes per second one device may receive; more answer 429 (TooManyRequests / QUOTA_EXCEEDED).") var deviceRate: Double?
@@ -19,6 +19,10 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "Unacked messages in flight per device while a backlog drains after a (re)connect.") var ackBatch = 10
     @Option(help: "Keep devices and pending messages in this SQLite file, so a restart loses nothing (default: memory only).")
     var store: String?
+    @Option(help: "Bearer token required on /__control and /metrics.") var controlToken: String?
+    @Option(help: "Seconds an idle connection (no request under way) is kept open.") var idleTimeout = 60.0
+    @Option(help: "Seconds a request may take to arrive whole (headers and body); then 408 and close.") var requestTimeout = 10.0
+    @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
@@ -29,15 +33,20 @@ struct PushRelayCommand: AsyncParsableCommand {
         guard unregisteredLag >= 0, unregisteredLag <= 86_400 else { throw ValidationError("--unregistered-lag must be 0-86400 seconds") }
         guard (1...1000).contains(ackBatch) else { throw ValidationError("--ack-batch must be 1-1000") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard HostName.isLoopbackBind(host) || controlToken != nil else {
+            throw ValidationError("binding \(host) exposes the control API beyond loopback; pass --control-token")
+        }
+        try ConnectionLimits.validate(idleTimeout: idleTimeout, requestTimeout: requestTimeout, maxPipelined: maxPipelined)
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        LoggingSystem.bootstrap { EscapingLogHandler(StreamLogHandler.standardError(label: $0)) }
         var logger = Logger(label: "push-relay")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let configuration = RelayConfiguration(
             keepaliveInterval: .milliseconds(Int(keepalive * 1000)), deviceRate: deviceRate,
-            unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch)
+            unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch, controlToken: controlToken,
+            connections: ConnectionLimits(seconds: idleTimeout, requestTimeout, maxPipelined: maxPipelined))
         let relay: PushRelayServer
         do {
             relay = try PushRelayServer(configuration: configuration, storePath: store)

@@ -30,6 +30,16 @@ struct DeviceProfile: Codable {
 
     static func url(_ dataDir: String) -> URL { URL(fileURLWithPath: dataDir).appendingPathComponent("device.json") }
 
+    /// Writes `device.json` readable by its owner alone (it holds the temporary password), replacing it atomically.
+    static func save(_ profile: DeviceProfile, in dataDir: String) throws {
+        let url = url(dataDir)
+        let temporary = url.path + ".tmp"
+        unlink(temporary)
+        guard FileManager.default.createFile(atPath: temporary, contents: try WireJSON.encode(profile), attributes: [.posixPermissions: 0o600]),
+              rename(temporary, url.path) == 0
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
+    }
+
     static func load(_ dataDir: String) throws -> DeviceProfile {
         let url = url(dataDir)
         guard let data = try? Data(contentsOf: url) else {
@@ -132,10 +142,10 @@ struct DeviceRegister: AsyncParsableCommand {
 
     func run() async throws {
         try await DeviceOutput.run {
-            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let profile = DeviceProfile(server: server, relay: relay, patientID: patientId, temporaryPassword: password,
                                         newPassword: newPassword, platform: platform, timeZone: timezone)
-            try WireJSON.encode(profile).write(to: DeviceProfile.url(dataDir), options: .atomic)
+            try DeviceProfile.save(profile, in: dataDir)
             let client = try SurveyClient(configuration: profile.configuration(dataDir), logger: deviceLogger())
             let events = Task { for await event in client.events { DeviceOutput.event(event) } }
             do {

@@ -36,8 +36,10 @@ struct ClientStore: Sendable {
             for dir in [root, root.appendingPathComponent("surveys"), root.appendingPathComponent("outbox/uploads"),
                         root.appendingPathComponent("outbox/pings"), root.appendingPathComponent("outbox/deletion_request"),
                         root.appendingPathComponent("quarantine")] {
-                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             }
+            // The directory holds the participant's credentials and answers: the owner's alone, whoever created it.
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: root.path)
         } catch {
             throw SurveyClientError(code: "storage", message: "cannot create \(root.path): \(error)")
         }
@@ -121,7 +123,7 @@ struct ClientStore: Sendable {
         let target = quarantineURL.appendingPathComponent(name)
         do {
             try FileManager.default.moveItem(at: url, to: target)
-            try? Data("\(relative): \(reason)\n".utf8).write(to: quarantineURL.appendingPathComponent(name + ".reason"))
+            try? Self.durableWrite(Data("\(relative): \(reason)\n".utf8), to: quarantineURL.appendingPathComponent(name + ".reason"))
             logger.warning("quarantined an unreadable file", metadata: ["file": "\(relative)", "moved_to": "\(target.path)", "reason": "\(reason)"])
         } catch {
             // Could not move it: delete it rather than trip over it on every start.

@@ -19,7 +19,7 @@ struct EventLog: Sendable {
     init(directory: URL) throws(SurveyClientError) {
         self.directory = directory
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw SurveyClientError(code: "storage", message: "cannot create \(directory.path): \(error)")
         }

@@ -187,16 +187,28 @@ public struct JEXLParser {
     private var position = 0
     /// Set when `&&` and `||` appear in one chain without parentheses between them.
     private var mixesAndOr = false
+    /// Nesting of `expression()` calls (each bracket level is one).
+    private var depth = 0
 
     /// Parses `source`, or throws `parse_error` naming the column and the expression.
     public static func parse(_ source: String) throws(JEXLError) -> JEXLExpression {
         try parseNoting(source).expression
     }
 
+    /// The most tokens an expression may have. The tree is at most this deep, so evaluating it (recursively) stays far
+    /// from any thread's stack limit; Nimbus's longest targeting expressions have a few hundred.
+    public static let maxTokens = 2_000
+    /// The deepest nesting of parentheses, brackets and braces.
+    public static let maxNesting = 64
+
     /// Parses `source` and reports whether `&&` and `||` meet in one chain without parentheses (`a || b && c`), which
     /// jexl-rs reads as `(a || b) && c` and JavaScript engines as `a || (b && c)`.
     public static func parseNoting(_ source: String) throws(JEXLError) -> (expression: JEXLExpression, mixesAndOr: Bool) {
-        var parser = JEXLParser(source: source, tokens: try JEXLLexer.tokens(source))
+        let tokens = try JEXLLexer.tokens(source)
+        guard tokens.count <= maxTokens + 1 else {
+            throw JEXLError(code: "too_complex", message: "the expression has more than \(maxTokens) tokens")
+        }
+        var parser = JEXLParser(source: source, tokens: tokens)
         let expression = try parser.expression()
         guard case .end = parser.peek.kind else { throw parser.unexpected() }
         return (expression, parser.mixesAndOr)
@@ -249,6 +261,12 @@ public struct JEXLParser {
     }
 
     mutating func expression() throws(JEXLError) -> JEXLExpression {
+        depth += 1
+        defer { depth -= 1 }
+        guard depth <= Self.maxNesting else {
+            throw JEXLError(code: "too_complex", message: "the expression nests more than \(Self.maxNesting) levels deep",
+                            column: peek.offset + 1)
+        }
         var left = try comparison()
         var seen: Set<String> = []
         while let op = isPunct(["&&", "||"]) {

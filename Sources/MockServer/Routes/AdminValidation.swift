@@ -26,7 +26,7 @@ enum AdminValidation {
         guard ["server", "device"].contains(body.scheduling) else {
             throw MockServerError.badField("scheduling", "scheduling must be \"server\" or \"device\"")
         }
-        if let zone = body.timezone, TimeZone(identifier: zone) == nil {
+        if let zone = body.timezone, !ZoneName.isValid(zone) {
             throw MockServerError.badField("timezone", "'\(zone)' is not a tz database name", code: "invalid_timezone")
         }
         if let minutes = body.maxDelayMinutes, minutes < 1 {

@@ -14,9 +14,6 @@ struct FeatureRoutes: Sendable {
     func add(to router: Router<BasicRequestContext>) {
         router.get("/features/{app_id}") { request, ctx in try await features(request, appID: try ctx.parameters.require("app_id")) }
         let admin = router.group("/__admin/features")
-        if let token = context.configuration.adminToken {
-            admin.add(middleware: AdminTokenMiddleware(token: token))
-        }
         admin.put("/{app_id}/{feature_id}") { request, ctx in
             try await setFeature(request, appID: try ctx.parameters.require("app_id"), featureID: try ctx.parameters.require("feature_id"))
         }

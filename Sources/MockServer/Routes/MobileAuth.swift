@@ -8,10 +8,16 @@ import SurveyWire
 /// Credential checks and the per-request device updates of the mobile API (PROTOCOL.md §1).
 struct MobileAuth: Sendable {
     let store: Store
+    /// Failed-login counting (`--max-failed-logins`).
+    var throttle: LoginThrottle? = nil
+    /// A record to check unknown participants against, so that they cost the same PBKDF2 work as a wrong password.
+    var decoyRecord: String? = nil
+    var now: @Sendable () -> Date = { Date() }
 
-    /// 403, or 401 on `/ios` paths, with a JSON body.
-    static func denied(_ form: MobileForm, _ message: String) -> APIError {
-        APIError(form.isIOS ? .unauthorized : .forbidden, code: "invalid_credentials", message)
+    /// 403, or 401 on `/ios` paths, with a JSON body. Unknown participant, wrong password and retired participant get
+    /// this same answer (and take the same time), so the API does not tell which participant ids exist.
+    static func denied(_ form: MobileForm) -> APIError {
+        APIError(form.isIOS ? .unauthorized : .forbidden, code: "invalid_credentials", "the patient_id, password or device_id is not valid")
     }
 
     /// Checks `patient_id`, `password` and `device_id`; returns the participant and its study.
@@ -29,11 +35,24 @@ struct MobileAuth: Sendable {
             else { return nil }
             return (p, s)
         }
-        guard let (participant, study) = found else { throw Self.denied(form, "unknown participant") }
-        guard !participant.retired else { throw Self.denied(form, "participant is retired") }
-        guard BeiwePassword.verify(deviceHash: password, record: participant.passwordRecord) else {
-            throw Self.denied(form, "wrong password")
+        guard let (participant, study) = found else {
+            // The same PBKDF2 work as a real check, against a record nobody's password matches.
+            if let decoyRecord { _ = BeiwePassword.verify(deviceHash: password, record: decoyRecord) }
+            throw Self.denied(form)
         }
+        let t = now().timeIntervalSince1970
+        if let wait = throttle?.retryAfter(participant.patientId, now: t) {
+            var error = APIError(.tooManyRequests, code: "too_many_failed_logins",
+                                 "too many failed logins for this participant; try again in \(wait) s")
+            error.headers = [.retryAfter: "\(wait)"]
+            throw error
+        }
+        let matches = BeiwePassword.verify(deviceHash: password, record: participant.passwordRecord)
+        guard matches, !participant.retired else {
+            if !matches { throttle?.failed(participant.patientId, now: t) }
+            throw Self.denied(form)
+        }
+        throttle?.succeeded(participant.patientId)
         return (participant, study)
     }
 
@@ -49,6 +68,9 @@ struct MobileAuth: Sendable {
         func given(_ field: String, limit: Int? = 64) -> String? {
             guard let value = form[field], !value.isEmpty else { return nil }
             return limit.map { String(value.prefix($0)) } ?? value
+        }
+        if let report = form["device_status_report"] {
+            try WireRangeError.check(report, maxBytes: WireLimits.freeTextBytes, "device_status_report")
         }
         let fields: [String?] = [given("version_code"), given("version_name"), given("os_version"),
                                  given("device_status_report", limit: nil), given("timezone"), given("device_id")]

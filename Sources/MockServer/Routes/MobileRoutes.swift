@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Hummingbird
 import Logging
+import Scheduling
 import ServerSupport
 import SurveyCrypto
 import SurveyWire
@@ -12,7 +13,9 @@ struct MobileRoutes: Sendable {
     let context: ServerContext
 
     var store: Store { context.store }
-    var auth: MobileAuth { MobileAuth(store: context.store) }
+    var auth: MobileAuth {
+        MobileAuth(store: context.store, throttle: context.loginThrottle, decoyRecord: context.decoyPasswordRecord, now: context.realNow)
+    }
 
     typealias Handler = @Sendable (MobileForm) async throws -> Response
 
@@ -87,7 +90,7 @@ struct MobileRoutes: Sendable {
             throw MockServerError.badField("fcm_token", "fcm_token is longer than 256 characters")
         }
         let requestedZone = form["timezone"] ?? ""
-        let zoneIsValid = !requestedZone.isEmpty && TimeZone(identifier: requestedZone) != nil
+        let zoneIsValid = ZoneName.isValid(requestedZone)
         let zone = zoneIsValid ? requestedZone : Self.fallbackZone
         let record = try BeiwePassword.makeRecord(deviceHash: BeiwePassword.deviceHash(newPassword), iterations: context.configuration.kdfIterations)
         let now = study.now(real: context.realNow())
@@ -102,10 +105,10 @@ struct MobileRoutes: Sendable {
         let deviceID = form["device_id"] ?? ""
         let patientID = participant.patientId
         let registeredZone = try await store.write { [infoText] db -> String in
-            if let token, let holder = try String.fetchOne(
+            if let token, try String.fetchOne(
                 db.cachedStatement(sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?"),
-                arguments: [token, patientID]) {
-                throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant (\(holder))", field: "fcm_token")
+                arguments: [token, patientID]) != nil {
+                throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant", field: "fcm_token")
             }
             // The first registration fixes the time zone; every registration replaces password, device and token.
             // (SET expressions see the row's old values, so `registered_at IS NULL` means "first time".)
@@ -121,7 +124,7 @@ struct MobileRoutes: Sendable {
                 """)
             guard let row = try Row.fetchOne(update, arguments: [zone, !zoneIsValid, now.timeIntervalSince1970, record, deviceID,
                                                                         os, infoText, token, patientID])
-            else { throw MobileAuth.denied(form, "unknown participant") }
+            else { throw MobileAuth.denied(form) }
             try MobileAuth.recordDeviceFields(db, form, patientID: patientID, at: now)
             return (row[0] as String?) ?? zone
         }
@@ -186,6 +189,8 @@ struct MobileRoutes: Sendable {
     // MARK: Upload
 
     static let allowedExtensions: Set<String> = ["csv", "json", "mp4", "wav", "txt", "jpg"]
+    /// Longer file names are refused as obviously invalid (Beiwe's own are under 100 characters).
+    static let maxFileNameBytes = 256
 
     private func text(_ status: HTTPResponse.Status, _ body: String) -> Response {
         Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
@@ -199,7 +204,8 @@ struct MobileRoutes: Sendable {
               let ext = fileName.split(separator: ".").last.map(String.init), Self.allowedExtensions.contains(ext.lowercased()),
               !fileName.hasPrefix("rList"), !fileName.hasPrefix("PersistedInstallation")
         else { return text(.ok, "file obviously invalid.") }
-        guard let file = form["file"] else { return text(.badRequest, "file not present") }
+        guard fileName.utf8.count <= Self.maxFileNameBytes else { return text(.ok, "file obviously invalid.") }
+        guard let file = form["file"] else { throw MockServerError.missingField("file") }
         guard !file.isEmpty else { return text(.ok, "empty file?") }
         let key = try context.keys.key(participant: participant, study: study)
         let decrypted: BeiweFile.Decrypted
@@ -214,6 +220,7 @@ struct MobileRoutes: Sendable {
         let stream = parts.count > 1 ? String(parts[1]) : "unknown"
         let patientID = participant.patientId
         let submission: (surveyID: String, answers: String)?
+        var rejected: String?
         if stream == "surveyAnswers" {
             guard parts.count >= 4 else { return text(.ok, "file obviously invalid.") }
             let answers: [SurveyAnswer]
@@ -221,7 +228,21 @@ struct MobileRoutes: Sendable {
             case .success(let value): answers = value
             case .failure(let error): return text(.ok, "file was bad due to '\(error.code)', delete it.")
             }
-            submission = (String(parts[2]), try WireJSON.encodeString(answers))
+            // The file name's survey id must be one of this participant's study's surveys (deleted ones included: answers
+            // may arrive after a deletion). Anything else is kept as a raw upload, never as answers to a survey.
+            let surveyID = String(parts[2])
+            let studyID = study.id
+            let known = try await store.read { db in
+                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM survey WHERE id = ? AND study_id = ?)", arguments: [surveyID, studyID]) ?? false
+            }
+            if known {
+                submission = (surveyID, try WireJSON.encodeString(answers))
+            } else {
+                context.logger.warning("survey answers for a survey not in the participant's study", metadata: [
+                    "file_name": "\(LogText.clip(fileName, 120))", "patient_id": "\(participant.patientId)"])
+                submission = nil
+                rejected = "unknown_survey"
+            }
         } else {
             submission = nil
         }
@@ -240,6 +261,7 @@ struct MobileRoutes: Sendable {
                     """, arguments: [study.id, patientID, submission.surveyID, fileName, now.timeIntervalSince1970, submission.answers])
             }
         }
+        if let rejected { return text(.ok, "file was bad due to '\(rejected)', delete it.") }
         return text(.ok, "upload successful.")
     }
 
@@ -258,6 +280,7 @@ struct MobileRoutes: Sendable {
         let now = study.now(real: context.realNow())
         try await auth.recordDeviceFields(form, patientID: participant.patientId, at: now)
         let message = form["message"]
+        if let message { try WireRangeError.check(message, maxBytes: WireLimits.freeTextBytes, "message") }
         let patientID = participant.patientId
         try await store.write { db in
             try db.execute(sql: "INSERT INTO heartbeat (patient_id, at, message) VALUES (?, ?, ?)",

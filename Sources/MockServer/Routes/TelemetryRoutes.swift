@@ -32,17 +32,27 @@ struct TelemetryRoutes: Sendable {
                 throw APIError(.badRequest, code: "invalid_gzip", "the body is not valid gzip")
             }
         }
-        let parsed: TelemetryPing
-        do {
-            parsed = try JSONDecoder().decode(TelemetryPing.self, from: Data(bytes))
-        } catch {
-            throw APIError.invalidJSON(error)
-        }
+        let parsed = try Request.decodeChecked(TelemetryPing.self, bytes)
         let body = String(decoding: bytes, as: UTF8.self)
         let now = context.realNow().timeIntervalSince1970
         let record = TelemetryRecord(seq: nil, documentId: documentID, appId: appID, ping: ping, schemaVersion: schema,
                                      clientId: parsed.clientInfo.clientID, receivedAt: now, body: body)
-        try await context.store.write { db in try record.insert(db, onConflict: .ignore) }
+        // Unauthenticated: bounded in total. Past the quota, 507 (a 5xx: Glean keeps the ping and retries later).
+        let size = bytes.count
+        guard context.telemetryBytes.reserve(size) else {
+            throw APIError(.init(code: 507, reasonPhrase: "Insufficient Storage"), code: "telemetry_storage_full",
+                           "the server keeps at most \(context.telemetryBytes.limit) bytes of telemetry; try again later")
+        }
+        do {
+            let stored = try await context.store.write { db -> Bool in
+                try record.insert(db, onConflict: .ignore)
+                return db.changesCount > 0
+            }
+            if !stored { context.telemetryBytes.release(size) }
+        } catch {
+            context.telemetryBytes.release(size)
+            throw error
+        }
         return JSONResponse.empty(.ok)
     }
 }

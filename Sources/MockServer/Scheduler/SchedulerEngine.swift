@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Logging
 import Scheduling
+import ServerSupport
 import SurveyWire
 
 /// Runs survey schedules: materializes occurrences, walks due moments in order, sends one push per
@@ -48,6 +49,16 @@ final class SchedulerEngine: Sendable {
                 study.clockMode = "real"
                 study.frozenAt = nil
                 target = self.realNow()
+            }
+            // Every due moment between the two times is walked (and occurrences materialized up to the target): one
+            // `freeze_at` or `advance_seconds` goes forward at most 400 days. Going back walks nothing and is not limited,
+            // and a return to real time is always allowed (it walks what lies between, as far as that is).
+            let span = target.timeIntervalSince(current)
+            guard request.real != nil || span <= TimeInterval(WireLimits.clockMoveSeconds.upperBound) else {
+                let field = request.freezeAt != nil ? "freeze_at" : "advance_seconds"
+                throw APIError(.badRequest, code: "clock_move_too_far",
+                               "\(field) would move the study's clock \(Int(span / 86_400)) days from \(WireTime.format(current)); "
+                                   + "one move goes forward at most 400 days, so move it in steps", field: field)
             }
             if study.clockMode == "frozen" { study.frozenAt = current.timeIntervalSince1970 }
             let snapshot = study
@@ -99,6 +110,10 @@ final class SchedulerEngine: Sendable {
             try await store.write { db in
                 guard let participant = try ParticipantRecord.fetchOne(db, key: patientID) else { return }
                 let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
+            for survey in surveys where survey.record.schedulesQuarantined {
+                self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
+                    "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
+            }
                 var batch = PlanningBatch()
                 if participant.materializedThrough == nil {
                     try OccurrencePlanner.extend(db, participant: participant, surveys: surveys,
@@ -124,6 +139,9 @@ final class SchedulerEngine: Sendable {
     /// A final pass at `target` sends what is left once its back-off ended, or a backlog when no moment fell in the span.
     private func runDue(study: StudyRecord, from: Date, through target: Date) async throws -> [PushRecord] {
         guard study.isServerScheduled else { return [] }
+        if let reason = study.quarantineReason {
+            throw APIError(.conflict, code: "study_quarantined", "the stored study cannot be scheduled: \(reason)")
+        }
         let studyID = study.id
         // Materialize, in day-sized steps, everyone whose occurrences do not reach the horizon past the target
         // (so a real-time tick every second touches no participant most of the time).
@@ -136,6 +154,10 @@ final class SchedulerEngine: Sendable {
                 """, arguments: [studyID, horizonEnd.timeIntervalSince1970]).fetchAll(db)
             guard !participants.isEmpty else { return 0 }
             let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
+            for survey in surveys where survey.record.schedulesQuarantined {
+                self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
+                    "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
+            }
             var batch = try PlanningBatch(db, studyID: studyID)
             for participant in participants {
                 try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400),
@@ -186,7 +208,7 @@ final class SchedulerEngine: Sendable {
     /// Sends, at study time `moment`, one push per participant bundling all their pending occurrences due by then.
     private func fire(study: StudyRecord, at moment: Date) async throws -> [PushRecord] {
         let studyID = study.id
-        let maxDelay = TimeInterval(study.maxDelayMinutes * 60)
+        let maxDelay = study.maxDelay
         let t = moment.timeIntervalSince1970
         let due: [Due] = try await store.read { db in
             let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ?", arguments: [studyID, t])

@@ -32,6 +32,20 @@ struct StudyRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         return realNow
     }
 
+    /// `max_delay_minutes` in seconds, in floating point (no integer product that could trap on a bad row).
+    var maxDelay: TimeInterval { TimeInterval(maxDelayMinutes) * 60 }
+
+    /// Why this stored row cannot be scheduled, or nil. A row the API would never have written (an older build, an edit
+    /// by hand) is quarantined: the scheduler skips the study and logs this, instead of trapping on it.
+    var quarantineReason: String? {
+        if !WireLimits.maxDelayMinutes.contains(maxDelayMinutes) { return "max_delay_minutes \(maxDelayMinutes) is out of range" }
+        if let frozenAt, !frozenAt.isFinite || (try? WireTime.checkYear(Date(timeIntervalSince1970: frozenAt), "frozen_at")) == nil {
+            return "frozen_at \(frozenAt) is out of range"
+        }
+        if TimeZone(identifier: timezone) == nil { return "time zone '\(timezone)' is unknown" }
+        return nil
+    }
+
     var settingsObject: [String: JSONValue] {
         (try? WireJSON.decode([String: JSONValue].self, from: deviceSettings)) ?? [:]
     }
@@ -156,7 +170,12 @@ struct SurveyRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
         case createdAt = "created_at", updatedAt = "updated_at"
     }
 
+    /// The survey's schedules; empty when the stored JSON does not decode or an entry is out of range (decoding
+    /// validates each entry), so a bad row plans nothing instead of trapping (see ``schedulesQuarantined``).
     var scheduleList: [Schedule] { (try? WireJSON.decode([Schedule].self, from: schedules)) ?? [] }
+
+    /// True when the stored schedules cannot be used (what ``scheduleList`` turned into an empty list).
+    var schedulesQuarantined: Bool { (try? WireJSON.decode([Schedule].self, from: schedules)) == nil }
 
     /// The mobile API's entry. `timings` (for `/download_surveys`) are the weekly entries, plus Beiwe's moving window
     /// of one-off occurrences when the participant's context is known.

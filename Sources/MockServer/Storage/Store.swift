@@ -46,14 +46,28 @@ final class Store: Sendable {
         case .memory:
             writer = try DatabaseQueue(configuration: config)
         case .file(let path):
-            let directory = (path as NSString).deletingLastPathComponent
-            if !directory.isEmpty {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            }
+            try Self.prepareFile(path)
             writer = try DatabasePool(path: path, configuration: config)
         }
         try Schema.migrator().migrate(writer)
         batcher = WriteBatcher(writer: writer, metrics: metrics)
+    }
+
+    /// The database holds private keys and password records: directories it creates are 0700, and the file is 0600
+    /// (created so before SQLite opens it; SQLite gives its `-wal` and `-shm` files the same mode).
+    static func prepareFile(_ path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
+            }
+        } else {
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        }
     }
 
     func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
@@ -70,6 +84,11 @@ final class Store: Sendable {
 
     /// Writes committed and transactions used since start: the batching ratio, for `/metrics` and benchmarks.
     var writeCounts: (writes: Int, commits: Int) { batcher.counts }
+
+    /// Bytes of ping bodies stored (the telemetry quota's starting point).
+    func telemetryBytes() throws -> Int {
+        try writer.read { db in try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(length(body)), 0) FROM telemetry") ?? 0 }
+    }
 
     /// Deletes every row of every table.
     func wipe() async throws {

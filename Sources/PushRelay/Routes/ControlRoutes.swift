@@ -8,9 +8,12 @@ struct ControlRoutes {
     let hub: RelayHub
 
     struct Reachability: Codable { var reachable: Bool }
-    struct ClockAdvance: Codable {
+    struct ClockAdvance: Codable, RangeChecked {
         var advanceSeconds: Int64
         enum CodingKeys: String, CodingKey { case advanceSeconds = "advance_seconds" }
+        func checkRanges() throws(WireRangeError) {
+            try WireRangeError.check(advanceSeconds, in: WireLimits.relayClockAdvanceSeconds, "advance_seconds")
+        }
     }
     struct ClockNow: Codable { var now: String }
 
@@ -47,9 +50,7 @@ struct ControlRoutes {
         }
         router.post("/__control/clock") { request, _ -> Response in
             let body = try await request.decodeJSON(ClockAdvance.self)
-            guard body.advanceSeconds >= 0 else {
-                throw APIError(.badRequest, code: "invalid_field", "advance_seconds must be >= 0", field: "advance_seconds")
-            }
+
             let now = await hub.advanceClock(seconds: body.advanceSeconds)
             return JSONResponse.make(ClockNow(now: WireTime.format(Date(timeIntervalSince1970: Double(now) / 1000), milliseconds: true)))
         }

@@ -28,14 +28,26 @@ struct RelayChildChannel: ServerChildChannel {
     let bodyCap: Int
     let serverName: String
     let logger: Logger
+    /// `--control-token`: required on `/__control` (the health answer on the event loop included) and `/metrics`.
+    let controlToken: String?
+    let bound: BoundAddress
+    let limits: ConnectionLimits
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
-            // Pipelining assistance holds a second request back until the first one's response has ended; the error
-            // handler answers a request NIO cannot parse with 400 and closes the connection.
-            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
-            try pipeline.addHandler(RelayHTTPHandler(responder: responder, hub: hub, bodyCap: bodyCap, serverName: serverName, logger: logger))
+            let hygiene = ConnectionHygiene(limits: limits, serverName: serverName)
+            // Deadlines in front of everything (they see the first byte of each request).
+            try pipeline.addHandler(ConnectionTimerHandler(hygiene))
+            // Pipelining assistance holds a second request back until the first one's response has ended. Requests NIO
+            // cannot parse are answered by the hygiene handler (JSON 400 or 431, then close).
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: false)
+            // Behind the decoder, before the pipelining handler: it sees every request a client pipelines, so it can
+            // disconnect one that sends more than `maxPipelined` without reading the answers.
+            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try pipeline.addHandler(HTTP1PartsHygieneHandler(hygiene), position: .after(decoder))
+            try pipeline.addHandler(RelayHTTPHandler(responder: responder, hub: hub, bodyCap: bodyCap, serverName: serverName, logger: logger,
+                                                     controlToken: controlToken, bound: bound, hygiene: hygiene))
             return Value(channel: channel)
         }
     }
@@ -65,9 +77,18 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let bodyCap: Int
     private let serverName: String
     private let logger: Logger
+    private let controlToken: String?
+    private let bound: BoundAddress
+    private let hygiene: ConnectionHygiene
     private var state = State.idle
+    /// The client closed its sending side after a request: answer it, then close (no further request can come).
+    private var inputClosed = false
 
-    init(responder: RouterResponder<BasicRequestContext>, hub: RelayHub, bodyCap: Int, serverName: String, logger: Logger) {
+    init(responder: RouterResponder<BasicRequestContext>, hub: RelayHub, bodyCap: Int, serverName: String, logger: Logger,
+         controlToken: String?, bound: BoundAddress, hygiene: ConnectionHygiene) {
+        self.controlToken = controlToken
+        self.bound = bound
+        self.hygiene = hygiene
         self.responder = responder
         self.hub = hub
         self.bodyCap = bodyCap
@@ -107,9 +128,17 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // A client that closes its side of an event stream has left: end the stream now rather than at a failed write.
+        // One that half-closes after sending a request still gets its answer (then the connection closes).
         if let event = event as? ChannelEvent, event == .inputClosed {
-            if case .streaming(let sink) = state { sink.channelClosed() }
-            context.close(promise: nil)
+            switch state {
+            case .streaming(let sink):
+                sink.channelClosed()
+                context.close(promise: nil)
+            case .responding:
+                inputClosed = true
+            case .idle, .reading:
+                context.close(promise: nil)
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -132,6 +161,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         if head.method == .GET, let token = Self.streamToken(head.uri) {
             let sink = ChannelStreamSink(channel: channel, serverName: serverName)
             state = .streaming(sink)
+            hygiene.streamOpened()
             let hub = self.hub
             let lastEventID = head.headers.first(name: "Last-Event-ID")
             Task { await RelayHTTPHandler.openStream(token: token, lastEventID: lastEventID, sink: sink, hub: hub, handler: handler, channel: channel) }
@@ -139,8 +169,17 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         if head.method == .GET, Self.path(head.uri).elementsEqual("/__control/health".utf8) {
             // Answered here, on the connection's event loop: health says the relay accepts and answers connections, and
-            // must stay fast while thousands of streams reconnect and the task pool is busy with them.
-            write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: #"{"status":"ok"}"#),
+            // must stay fast while thousands of streams reconnect and the task pool is busy with them. The control plane's
+            // rules apply to it as to the rest of `/__control`.
+            if let refusal = ControlPlaneGuard<BasicRequestContext>.check(
+                method: .get, authority: head.headers.first(name: "host"), origin: head.headers.first(name: "origin"),
+                authorization: head.headers.first(name: "authorization"), contentType: head.headers.first(name: "content-type"),
+                hasBody: body.readableBytes > 0, token: controlToken, boundURL: bound.url) {
+                let response = refusal.makeResponse()
+                Task { await RelayHTTPHandler.reply(response, keepAlive: keepAlive, handler: handler, channel: channel) }
+                return
+            }
+            write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: Self.healthBody),
                   keepAlive: keepAlive, channel: channel)
             return
         }
@@ -175,7 +214,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             response = try await responder.respond(to: request, context: context)
         } catch {
             // The router turns every HTTPResponseError into its response; anything else is a bug of ours.
-            response = Response(status: .internalServerError)
+            response = APIError(.internalServerError, code: "internal_error", "the relay failed to answer this request").makeResponse()
         }
         await reply(response, keepAlive: keepAlive, handler: handler, channel: channel)
     }
@@ -204,12 +243,13 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         if code != 204 && code != 304 && !(100..<200).contains(code) {
             head.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
         }
-        if !keepAlive { head.headers.replaceOrAdd(name: "connection", value: "close") }
+        let close = !keepAlive || inputClosed
+        if close { head.headers.replaceOrAdd(name: "connection", value: "close") }
         state = .idle
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
         if body.readableBytes > 0 { channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil) }
         let ended = channel.writeAndFlush(HTTPServerResponsePart.end(nil))
-        if !keepAlive { ended.whenComplete { _ in channel.close(promise: nil) } }
+        if close { ended.whenComplete { _ in channel.close(promise: nil) } }
     }
 
     /// The whole of a response body (the relay's routes answer small JSON bodies).
@@ -218,6 +258,9 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         try? await body.write(BodyCollector(storage: collected))
         return collected.buffer.withLock { $0 }
     }
+
+    /// `GET /__control/health`: the relay's status and version.
+    static let healthBody = #"{"status":"ok","version":"\#(PushRelayServer.version)"}"#
 
     /// The token of `/v1/devices/{token}/stream` (a query string is allowed and ignored), or nil for any other path.
     /// Taken as sent, like the router's path parameters. Compares bytes: it runs for every request on the event loop.

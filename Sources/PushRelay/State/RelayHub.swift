@@ -395,7 +395,10 @@ actor RelayHub {
     }
 
     func advanceClock(seconds: Int64) -> Int64 {
-        clockOffsetMillis += seconds * 1000
+        // The route bounds `seconds` (WireLimits.relayClockAdvanceSeconds); saturate anyway, so no caller can trap the relay.
+        let (millis, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let (offset, overflow2) = clockOffsetMillis.addingReportingOverflow(overflow ? .max : millis)
+        clockOffsetMillis = overflow || overflow2 ? .max / 2 : offset
         let t = now()
         var entries: [TraceEntry] = []
         for token in devices.keys { devices[token]!.expire(now: t, trace: &entries) }

@@ -1,0 +1,257 @@
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import SurveyWire
+
+/// Connection timeouts and the pipelining cap, the same on both servers (defaults in docs/DECISIONS.md, "Limits").
+public struct ConnectionLimits: Sendable, Equatable {
+    /// A connection with no request under way (just connected, or kept alive after a response) is closed after this.
+    public var idleTimeout: TimeAmount
+    /// A request must be read whole, headers and body, within this long of its first byte: else 408 and close.
+    /// (A client that trickles its headers a byte at a time holds a connection this long at most.)
+    public var requestTimeout: TimeAmount
+    /// Requests read but not yet answered on one connection; a client pipelining more without reading is disconnected.
+    public var maxPipelined: Int
+
+    public init(idleTimeout: TimeAmount = .seconds(60), requestTimeout: TimeAmount = .seconds(10), maxPipelined: Int = 32) {
+        self.idleTimeout = idleTimeout
+        self.requestTimeout = requestTimeout
+        self.maxPipelined = maxPipelined
+    }
+
+    /// From command-line values in seconds (checked by ``validate(idleTimeout:requestTimeout:maxPipelined:)``).
+    public init(seconds idle: Double, _ request: Double, maxPipelined: Int) {
+        self.init(idleTimeout: .milliseconds(Int64(idle * 1000)), requestTimeout: .milliseconds(Int64(request * 1000)), maxPipelined: maxPipelined)
+    }
+
+    /// The ranges the servers' `--idle-timeout`, `--request-timeout` and `--max-pipelined` accept.
+    public static func validate(idleTimeout: Double, requestTimeout: Double, maxPipelined: Int) throws(LimitError) {
+        guard idleTimeout >= 0.1, idleTimeout <= 86_400 else { throw LimitError("--idle-timeout must be 0.1-86400 seconds") }
+        guard requestTimeout >= 0.1, requestTimeout <= 3_600 else { throw LimitError("--request-timeout must be 0.1-3600 seconds") }
+        guard (1...1_000).contains(maxPipelined) else { throw LimitError("--max-pipelined must be 1-1000") }
+    }
+
+    /// A command-line value out of range.
+    public struct LimitError: Error, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// One connection's deadlines and requests in flight. Lives on the connection's event loop: its handlers call it from
+/// there (the raw-bytes handler at the front of the pipeline, the HTTP-parts handler behind the decoder).
+///
+/// A connection is `idle` (no byte of a request yet: the idle deadline runs), `reading` (a request's first byte came:
+/// the request deadline runs), `busy` (requests read, answers not all written: no deadline, the server is working),
+/// or `streaming` (an event stream: no deadline ever, the relay's keepalives and the client's own timer watch it).
+public final class ConnectionHygiene {
+    enum Phase { case idle, reading, busy, streaming, closed }
+
+    let limits: ConnectionLimits
+    private(set) var phase = Phase.idle
+    private(set) var inFlight = 0
+    /// Whether the current request's first line has ended (tells 414, a target too long, from 431).
+    private var requestLineEnded = false
+    private var deadline: Scheduled<Void>?
+    /// The front handler's context: refusals are written from there as raw bytes, past the HTTP encoder.
+    fileprivate var front: ChannelHandlerContext?
+    private let serverName: String
+
+    public init(limits: ConnectionLimits, serverName: String) {
+        self.limits = limits
+        self.serverName = serverName
+    }
+
+    // MARK: Events
+
+    fileprivate func started(_ context: ChannelHandlerContext) {
+        front = context
+        enter(.idle)
+    }
+
+    fileprivate func bytesRead(_ bytes: ByteBuffer) {
+        if phase == .idle { enter(.reading) }
+        if !requestLineEnded, bytes.readableBytesView.contains(UInt8(ascii: "\n")) { requestLineEnded = true }
+    }
+
+    func requestHead() {
+        requestLineEnded = true
+        inFlight += 1
+        if inFlight > limits.maxPipelined {
+            // No answer can be written out of order; the client is not reading what it asked for.
+            close()
+        }
+    }
+
+    func requestEnd() {
+        if phase == .reading || phase == .idle { enter(.busy) }
+    }
+
+    func responseEnd() {
+        inFlight = max(0, inFlight - 1)
+        if inFlight == 0, phase == .busy { enter(.idle) }
+    }
+
+    /// The connection now carries an event stream: no deadlines from here on.
+    public func streamOpened() { enter(.streaming) }
+
+    fileprivate func closed() {
+        phase = .closed
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    // MARK: Deadlines
+
+    private func enter(_ next: Phase) {
+        guard phase != .closed else { return }
+        phase = next
+        deadline?.cancel()
+        deadline = nil
+        guard let front else { return }
+        switch next {
+        case .idle:
+            requestLineEnded = false
+            deadline = front.eventLoop.scheduleTask(in: limits.idleTimeout) { [weak self] in self?.close() }
+        case .reading:
+            let seconds = limits.requestTimeout.nanoseconds / 1_000_000_000
+            deadline = front.eventLoop.scheduleTask(in: limits.requestTimeout) { [weak self] in
+                self?.refuse(status: .requestTimeout, code: "request_timeout", "the request was not read whole within \(seconds) s")
+            }
+        case .busy, .streaming, .closed:
+            break
+        }
+    }
+
+    func close() {
+        guard phase != .closed else { return }
+        let context = front
+        closed()
+        context?.close(promise: nil)
+    }
+
+    /// Writes a JSON refusal straight to the socket (no response is under way when this is called), then closes.
+    func refuse(status: HTTPResponse.Status, code: String, _ message: String) {
+        guard let context = front, phase != .closed, inFlight == 0 else {
+            close()
+            return
+        }
+        let body = (try? WireJSON.encodeString(ErrorBody(code: code, message: message))) ?? "{}"
+        let text = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nserver: \(serverName)\r\ncontent-type: application/json\r\n"
+            + "content-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body
+        closed()
+        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: text))).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// A request NIO's parser refused: 414 for a target over the limit, 431 for headers, else 400; JSON each time.
+    func parseFailed(_ error: any Error) {
+        if let error = error as? HTTPParserError, error == .headerOverflow, !requestLineEnded {
+            refuse(status: .uriTooLong, code: "uri_too_long", "the request target is too long")
+        } else if let error = error as? HTTPParserError, error == .headerOverflow {
+            refuse(status: .requestHeaderFieldsTooLarge, code: "header_fields_too_large", "the request line or headers are too large")
+        } else {
+            refuse(status: .badRequest, code: "bad_request", "the request is not valid HTTP/1.1")
+        }
+    }
+}
+
+/// At the front of a connection's pipeline: notes the first byte of each request and starts the deadlines.
+public final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias InboundOut = ByteBuffer
+    public typealias OutboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    let hygiene: ConnectionHygiene
+
+    public init(_ hygiene: ConnectionHygiene) { self.hygiene = hygiene }
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { hygiene.started(context) }
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        hygiene.started(context)
+        context.fireChannelActive()
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        hygiene.bytesRead(unwrapInboundIn(data))
+        context.fireChannelRead(data)
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        hygiene.closed()
+        context.fireChannelInactive()
+    }
+}
+
+/// Behind NIO's HTTP/1 decoder (swift-nio's parts): counts requests in flight and turns parse errors into JSON
+/// refusals. The relay's pipeline.
+public final class HTTP1PartsHygieneHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPServerRequestPart
+    public typealias InboundOut = HTTPServerRequestPart
+    public typealias OutboundIn = HTTPServerResponsePart
+    public typealias OutboundOut = HTTPServerResponsePart
+
+    let hygiene: ConnectionHygiene
+
+    public init(_ hygiene: ConnectionHygiene) { self.hygiene = hygiene }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: hygiene.requestHead()
+        case .end: hygiene.requestEnd()
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { hygiene.responseEnd() }
+        context.write(data, promise: promise)
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is HTTPParserError {
+            hygiene.parseFailed(error)
+            return
+        }
+        context.fireErrorCaught(error)
+    }
+}
+
+/// Behind Hummingbird's HTTP/1 codec (HTTP types' parts): the same for the mock server's pipeline.
+public final class HTTPTypesHygieneHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPRequestPart
+    public typealias InboundOut = HTTPRequestPart
+    public typealias OutboundIn = HTTPResponsePart
+    public typealias OutboundOut = HTTPResponsePart
+
+    let hygiene: ConnectionHygiene
+
+    public init(_ hygiene: ConnectionHygiene) { self.hygiene = hygiene }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: hygiene.requestHead()
+        case .end: hygiene.requestEnd()
+        case .body: break
+        }
+        context.fireChannelRead(data)
+    }
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { hygiene.responseEnd() }
+        context.write(data, promise: promise)
+    }
+
+    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is HTTPParserError {
+            hygiene.parseFailed(error)
+            return
+        }
+        context.fireErrorCaught(error)
+    }
+}

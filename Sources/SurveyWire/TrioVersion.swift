@@ -1,0 +1,5 @@
+/// The project's version: one number for the three binaries and the libraries, reported by `--version`,
+/// `/__admin/info` and `/__control/health`.
+public enum TrioVersion {
+    public static let current = "0.2.0"
+}
