@@ -161,6 +161,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Fuzzing: the network-facing decoders as functions of arbitrary bytes (replayed by the tests), and the libFuzzer
+        // driver `scripts/fuzz` builds with -sanitize=fuzzer.
+        .target(name: "FuzzTargets", dependencies: ["SurveyWire", "Scheduling", "Messaging", "SurveyCrypto", "Transport"],
+                swiftSettings: swiftSettings),
+        .executableTarget(name: "decoder-fuzz", dependencies: ["FuzzTargets"], path: "Fuzz/DecoderFuzz", swiftSettings: swiftSettings),
+
         // Benchmarks (run by hand in release; see README "Performance").
         .executableTarget(
             name: "advance-benchmark",
@@ -173,6 +179,13 @@ let package = Package(
             name: "crypto-benchmark",
             dependencies: ["SurveyCrypto"],
             path: "Benchmarks/CryptoBenchmark",
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "parser-benchmark",
+            dependencies: ["FuzzTargets", "SurveyWire", "Scheduling", "Messaging", "Transport"],
+            path: "Benchmarks/ParserBenchmark",
             swiftSettings: swiftSettings
         ),
 
@@ -190,6 +203,7 @@ let package = Package(
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
         .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire"], path: "Tests/PushRelayTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),
         .testTarget(
             name: "TransportTests",
             dependencies: [
