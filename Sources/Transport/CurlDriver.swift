@@ -12,6 +12,8 @@ final class CurlDriver: Sendable {
         var stopping = false
         var stopped = false
         var nextID: UInt64 = 1
+        /// Why the driver could not start (every transfer fails with it), or nil.
+        var failure: TransportError?
     }
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_ALL)) }()
@@ -33,10 +35,24 @@ final class CurlDriver: Sendable {
         _ = Self.globalInit
         guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: out of memory") }
         let loop = UnsafeMutablePointer<ccurl_loop>.allocate(capacity: 1)
-        guard ccurl_loop_init(m, loop) == 0 else { fatalError("cannot create the HTTP client's epoll loop: \(String(cString: strerror(errno)))") }
+        let loopStarted = ccurl_loop_init(m, loop) == 0
         multi = MultiHandle(pointer: m, loop: loop)
         self.defaultTimeout = defaultTimeout
         self.connectTimeout = connectTimeout
+        guard loopStarted else {
+            // Out of file descriptors (or memory): no crash; the client exists, and every transfer fails with the reason.
+            let reason = TransportError(code: "resource_exhausted",
+                                        message: "cannot create the HTTP client's epoll loop: \(String(cString: strerror(errno)))")
+            curl_multi_cleanup(m)
+            loop.deallocate()
+            inbox.withLock {
+                $0.stopping = true
+                $0.stopped = true
+                $0.failure = reason
+            }
+            finishedThread.withLock { $0 = true }
+            return
+        }
         if maxConnectionsPerHost > 0 {
             ccurl_multi_setopt_long(m, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
         }
@@ -58,15 +74,15 @@ final class CurlDriver: Sendable {
     /// Queues a transfer. If the driver has stopped, the transfer fails at once with `shut_down`.
     func submit(_ transfer: CurlTransfer) {
         let loop = multi.loop
-        let accepted = inbox.withLock { state -> Bool in
-            guard !state.stopping else { return false }
+        let refusal = inbox.withLock { state -> TransportError? in
+            guard !state.stopping else {
+                return state.failure ?? TransportError(code: "shut_down", message: "the HTTP client was shut down")
+            }
             state.added.append(transfer)
             ccurl_loop_wake(loop)
-            return true
+            return nil
         }
-        if !accepted {
-            transfer.finish(TransportError(code: "shut_down", message: "the HTTP client was shut down"))
-        }
+        if let refusal { transfer.finish(refusal) }
     }
 
     /// Aborts a transfer: it leaves the multi handle and finishes with `cancelled`.
@@ -93,6 +109,9 @@ final class CurlDriver: Sendable {
     private func run() {
         var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
         var byID: [UInt64: CurlTransfer] = [:]
+        // Cancels that came before their transfer was submitted (a task cancelled between `makeID` and `submit`): the
+        // transfer is cancelled as it arrives. Bounded: cancels of transfers already finished land here too.
+        var earlyCancels: Set<UInt64> = []
         let m = multi.pointer
 
         func remove(_ transfer: CurlTransfer, _ error: TransportError?) {
@@ -110,7 +129,15 @@ final class CurlDriver: Sendable {
                 defer { state.added = []; state.cancelled = [] }
                 return (state.added, state.cancelled, state.stopping)
             }
+            for id in cancelled where byID[id] == nil && !added.contains(where: { $0.id == id }) {
+                earlyCancels.insert(id)
+                if earlyCancels.count > 4096, let oldest = earlyCancels.min() { earlyCancels.remove(oldest) }
+            }
             for transfer in added {
+                if earlyCancels.remove(transfer.id) != nil {
+                    transfer.finish(TransportError(code: "cancelled", message: "the request was cancelled"))
+                    continue
+                }
                 if let error = transfer.prepare(defaultTimeout: defaultTimeout, connectTimeout: connectTimeout) {
                     transfer.finish(error)
                     transfer.cleanup()

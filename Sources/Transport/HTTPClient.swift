@@ -121,12 +121,21 @@ public final class HTTPClient: Sendable {
     }
 }
 
-/// Body chunks of a streaming transfer. Single consumer: when its iterator is released (the loop ended or
-/// was left early) the transfer is aborted, so a caller never leaves a connection running by accident.
+/// Body chunks of a streaming transfer. Single consumer: when its iterator is released (the loop ended or was left
+/// early) the transfer is aborted, and so it is when the stream is released without ever being iterated (a response
+/// dropped unread), so a caller never leaves a connection running by accident.
 public struct TransferStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     let base: AsyncThrowingStream<[UInt8], any Error>
     let cancel: @Sendable () -> Void
+    /// Aborts the transfer when the last copy of an un-iterated stream goes.
+    let unread: UnreadGuard
+
+    init(base: AsyncThrowingStream<[UInt8], any Error>, cancel: @escaping @Sendable () -> Void) {
+        self.base = base
+        self.cancel = cancel
+        unread = UnreadGuard(cancel)
+    }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<[UInt8], any Error>.AsyncIterator
@@ -135,8 +144,18 @@ public struct TransferStream: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), guardToken: CancelOnRelease(cancel))
+        unread.iterated()
+        return AsyncIterator(base: base.makeAsyncIterator(), guardToken: CancelOnRelease(cancel))
     }
+}
+
+/// Runs an action when released, unless the stream it guards was iterated (its iterator guards it then).
+final class UnreadGuard: Sendable {
+    let action: @Sendable () -> Void
+    private let wasIterated = Atomic<Bool>(false)
+    init(_ action: @escaping @Sendable () -> Void) { self.action = action }
+    func iterated() { wasIterated.store(true, ordering: .relaxed) }
+    deinit { if !wasIterated.load(ordering: .relaxed) { action() } }
 }
 
 /// Parsed server-sent event items of a streaming transfer (no extra task: parsing happens as the consumer pulls).

@@ -14,10 +14,14 @@ final class TestServer: Sendable {
     let abandoned: Counter
 
     var abandonedCount: Int { abandoned.value.withLock { $0 } }
+    /// `/forever` streams that ended (the client went away).
+    let endedStreams: Counter
+    var endedStreamCount: Int { endedStreams.value.withLock { $0 } }
 
     final class Counter: Sendable { let value = Mutex(0) }
 
-    private init(url: String, group: ServiceGroup, task: Task<Void, any Error>, abandoned: Counter) {
+    private init(url: String, group: ServiceGroup, task: Task<Void, any Error>, abandoned: Counter, endedStreams: Counter) {
+        self.endedStreams = endedStreams
         self.url = url
         self.group = group
         self.task = task
@@ -64,8 +68,10 @@ final class TestServer: Sendable {
                 try await writer.finish(nil)
             })
         }
+        let endedStreams = Counter()
         router.get("/forever") { request, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/event-stream"], body: ResponseBody { writer in
+                defer { endedStreams.value.withLock { $0 += 1 } }
                 try await request.body.consumeWithCancellationOnInboundClose { _ in
                     while true {
                         try await writer.write(ByteBuffer(string: ": tick\n\n"))
@@ -83,7 +89,7 @@ final class TestServer: Sendable {
         let task = Task { try await group.run() }
         var iterator = port.stream.makeAsyncIterator()
         let bound = await iterator.next() ?? 0
-        return TestServer(url: "http://127.0.0.1:\(bound)", group: group, task: task, abandoned: abandoned)
+        return TestServer(url: "http://127.0.0.1:\(bound)", group: group, task: task, abandoned: abandoned, endedStreams: endedStreams)
     }
 
     func stop() async {

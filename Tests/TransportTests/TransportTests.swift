@@ -177,4 +177,19 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         #expect(try await client.send(HTTPRequest(url: server.url + "/hello")).status == 200)
         await server.stop()
     }
+
+    /// A streaming response dropped without reading its body aborts the transfer (as its documentation says).
+    @Test func aStreamingResponseDroppedUnreadAbortsTheTransfer() async throws {
+        let server = try await TestServer.start()
+        let client = HTTPClient()
+        defer { client.shutdown() }
+        do {
+            let response = try await client.stream(HTTPRequest(url: server.url + "/forever"))
+            #expect(response.status == 200)
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while server.endedStreamCount == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(server.endedStreamCount == 1, "the server's stream is still being written: the transfer was not aborted")
+        await server.stop()
+    }
 }
