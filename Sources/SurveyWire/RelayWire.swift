@@ -144,11 +144,14 @@ public enum RelayWire {
         public var pending: [Message]
         public var delivered: Int
         public var acked: Int
+        /// Event streams opened for this token so far (a client that keeps reconnecting shows here).
+        public var streamsOpened: Int?
         enum CodingKeys: String, CodingKey {
-            case token, platform, appID = "app_id", connected, reachable, pending, delivered, acked
+            case token, platform, appID = "app_id", connected, reachable, pending, delivered, acked, streamsOpened = "streams_opened"
         }
         public init(token: String, platform: String, appID: String, connected: Bool, reachable: Bool,
-                    pending: [Message], delivered: Int, acked: Int) {
+                    pending: [Message], delivered: Int, acked: Int, streamsOpened: Int? = nil) {
+            self.streamsOpened = streamsOpened
             self.token = token
             self.platform = platform
             self.appID = appID

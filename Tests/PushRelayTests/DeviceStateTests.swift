@@ -79,4 +79,17 @@ import SurveyWire
         #expect(pushedIDs(device.connect(lastEventID: nil, now: 2000, trace: &trace)).isEmpty)
         #expect(trace.contains { $0.messageID == "old" && $0.event == "expired" })
     }
+
+    /// A connected device that never acks gets its live pushes at once; they no longer pile up without bound.
+    @Test func unackedMessagesAreBounded() {
+        var device = DeviceState(token: "t", platform: .android, appID: "a")
+        var trace: [TraceEntry] = []
+        _ = device.connect(lastEventID: nil, now: 1000, trace: &trace)
+        for n in 0..<(DeviceState.unackedLimit + 25) {
+            #expect(pushedIDs(device.accept(message("m\(n)"), now: 1000, trace: &trace)) == ["m\(n)"])
+        }
+        #expect(device.messages.count == DeviceState.unackedLimit)
+        #expect(device.messages.first?.id == "m25", "the oldest delivered-unacked went first")
+        #expect(trace.filter { $0.event == "dropped" }.count == 25)
+    }
 }

@@ -17,6 +17,8 @@ struct DeviceState: Sendable, Codable {
     private(set) var messages: [RelayMessage] = []
     private(set) var deliveredCount = 0
     private(set) var ackedCount = 0
+    /// Streams opened for this token (optional: device states stored by older versions lack it).
+    private(set) var streamsOpened: Int?
     /// Android overflow: a `deleted_messages` event is owed to the device.
     private(set) var deletedMessagesOwed = false
     var connected = false
@@ -39,9 +41,14 @@ struct DeviceState: Sendable, Codable {
 
     /// Accepts a message. Connected with no backlog: deliver it now. Otherwise store it by the platform's rules
     /// (behind a backlog that is still draining, it waits its turn).
+    /// The most unacked messages a device holds: a connected device that never acks gets its live pushes at once, and
+    /// they would pile up without bound. Past it the oldest delivered-unacked ones are dropped (traced).
+    static let unackedLimit = 1_000
+
     mutating func accept(_ message: RelayMessage, now: Int64, trace: inout [TraceEntry]) -> [Outgoing] {
         var message = message
         trace.append(TraceEntry(messageID: message.id, token: token, event: "accepted", at: now, detail: nil))
+        trimUnacked(now: now, trace: &trace)
         if connected {
             let backlog = messages.contains { $0.phase == .stored }
             message.phase = .stored
@@ -86,6 +93,17 @@ struct DeviceState: Sendable, Codable {
         return pump(now: now, trace: &trace)
     }
 
+    /// Makes room for one more message under ``unackedLimit`` by dropping the oldest delivered-unacked ones (the device
+    /// has them and did not ack them).
+    private mutating func trimUnacked(now: Int64, trace: inout [TraceEntry]) {
+        while messages.count >= Self.unackedLimit {
+            let index = messages.firstIndex { $0.phase == .delivered } ?? 0
+            trace.append(TraceEntry(messageID: messages[index].id, token: token, event: "dropped", at: now,
+                                    detail: "more than \(Self.unackedLimit) unacked"))
+            messages.remove(at: index)
+        }
+    }
+
     /// Writes message `index` to the stream.
     private mutating func deliver(_ index: Int, now: Int64, detail: String?, trace: inout [TraceEntry]) -> Outgoing {
         if messages[index].deliveries == 0 { deliveredCount += 1 }
@@ -112,6 +130,7 @@ struct DeviceState: Sendable, Codable {
     /// count as in flight).
     mutating func connect(lastEventID: String?, now: Int64, trace: inout [TraceEntry]) -> [Outgoing] {
         connected = true
+        streamsOpened = (streamsOpened ?? 0) + 1
         expire(now: now, trace: &trace)
         var skipThrough = -1
         if let lastEventID, let index = messages.firstIndex(where: { $0.id == lastEventID }) { skipThrough = index }
@@ -154,6 +173,6 @@ struct DeviceState: Sendable, Codable {
     func view(now: Int64) -> RelayWire.DeviceView {
         RelayWire.DeviceView(token: token, platform: platform.rawValue, appID: appID, connected: connected, reachable: reachable,
                              pending: messages.filter { !$0.isExpired(at: now) }.map(\.wire),
-                             delivered: deliveredCount, acked: ackedCount)
+                             delivered: deliveredCount, acked: ackedCount, streamsOpened: streamsOpened ?? 0)
     }
 }

@@ -48,6 +48,9 @@ actor RelayHub {
 
     private var devices: [String: DeviceState] = [:]
     private var retired: [String: Int64] = [:]
+    /// Retired tokens in the order they were retired; at most ``retiredLimit`` are remembered.
+    private var retiredOrder: [String] = []
+    static let retiredLimit = 100_000
     private var connections: [String: Connection] = [:]
     private var trace: [TraceEntry] = []
     private var nextConnectionID: UInt64 = 1
@@ -80,6 +83,7 @@ actor RelayHub {
             let loaded = try store.load()
             devices = loaded.devices
             retired = loaded.retired
+            retiredOrder = loaded.retired.sorted { $0.value < $1.value }.map(\.key)
             if !loaded.unreadable.isEmpty {
                 FileHandle.standardError.write(Data("push-relay: skipped unreadable stored devices: \(loaded.unreadable.joined(separator: ", "))\n".utf8))
             }
@@ -195,7 +199,17 @@ actor RelayHub {
 
     private func retire(_ token: String) {
         devices[token] = nil
+        // What belonged to the device goes with it (they grew with every token ever retired).
+        buckets[token] = nil
+        deviceFaults[token] = nil
         retired[token] = now()
+        retiredOrder.append(token)
+        if retiredOrder.count > Self.retiredLimit + Self.retiredLimit / 4 {
+            // Forget the oldest quarter at once (one pass, not a shift per retire): a send to a token retired that long
+            // ago answers as for an unknown token (400) instead of 410.
+            for old in retiredOrder.prefix(retiredOrder.count - Self.retiredLimit) where devices[old] == nil { retired[old] = nil }
+            retiredOrder.removeFirst(retiredOrder.count - Self.retiredLimit)
+        }
         do { try store?.retire(token, at: retired[token]!) } catch {
             FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
         }
@@ -416,6 +430,8 @@ actor RelayHub {
         reorderBuffers = [:]
         devices = [:]
         retired = [:]
+        retiredOrder = []
+        buckets = [:]
         trace = []
         try? store?.wipe()
         clockOffsetMillis = 0
