@@ -23,7 +23,8 @@ extension SurveyClient {
     /// ``SurveyClientConfiguration/telemetryBatchSize`` events wait. Extra values longer than 500 bytes are truncated,
     /// as Glean does. Nothing is recorded while upload is disabled.
     public func record(category: String, name: String, extra: [String: String]? = nil) {
-        guard isUploadEnabled else { return }
+        // After `close()` the directory is another client's: nothing is written.
+        guard isUploadEnabled, !files.isReleased else { return }
         let extra = extra?.mapValues(Self.truncated)
         do {
             try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
@@ -32,10 +33,16 @@ extension SurveyClient {
             return
         }
         eventsWaiting += 1
-        if eventsWaiting >= configuration.telemetryBatchSize {
-            Task { try? await self.submitEventsPing(reason: "max_capacity") }
+        if eventsWaiting >= configuration.telemetryBatchSize, batchTask == nil {
+            // Tracked like every background task: `stop()` and `close()` cancel and await it.
+            batchTask = Task { [weak self] in
+                try? await self?.submitEventsPing(reason: "max_capacity")
+                await self?.batchEnded()
+            }
         }
     }
+
+    private func batchEnded() { batchTask = nil }
 
     static func truncated(_ value: String) -> String {
         guard value.utf8.count > maxExtraValueBytes else { return value }
@@ -219,9 +226,9 @@ extension SurveyClient {
         guard pingWaitTask == nil else { return }
         pingWaitTask = Task { [weak self] in
             try? await Task.sleep(for: wait)
-            guard let self, !Task.isCancelled else { return }
-            await self.pingWakeEnded()
-            await self.retryPings()
+            guard let client = self, !Task.isCancelled else { return }
+            await client.pingWakeEnded()
+            await client.retryPings()
         }
     }
 
@@ -409,8 +416,8 @@ extension SurveyClient {
         sessionHeartbeatTask = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
-                guard let self, !Task.isCancelled else { return }
-                await self.recordMMA("heartbeat", [:])
+                guard let client = self, !Task.isCancelled else { return }
+                await client.recordMMA("heartbeat", [:])
             }
         }
     }

@@ -39,6 +39,14 @@ public actor SurveyClient {
     private var lastHandledMessageID: String?
     /// Set when a push could not be handled: reconnect without `Last-Event-ID` so the relay sends it again.
     private var resumeBlocked = false
+    /// idle → running → closed.
+    private var lifecycle = ClientLifecycle()
+    /// A `start()` under way: a second caller waits for it rather than minting a second token.
+    private var startTask: Task<Void, any Error>?
+    /// Pushes of the live stream whose surveys are being fetched, or wait for a retry.
+    private var intake = PushIntake()
+    /// Answer files being uploaded (one upload per file at a time).
+    private var outbox = UploadOutbox()
     private var localScheduleTask: Task<Void, Never>?
     /// Retries the upload and ping outboxes with backoff while they are not empty.
     private var uploadRetryTask: Task<Void, Never>?
@@ -50,6 +58,8 @@ public actor SurveyClient {
     var pingLimiter: PingRateLimiter
     var pingsInFlight: Set<String> = []
     var pingWaitTask: Task<Void, Never>?
+    /// An `events` ping made because the batch filled up (`max_capacity`).
+    var batchTask: Task<Void, Never>?
     /// The app session (foreground between start/resume and pause/stop), and its MMA heartbeat.
     var sessionActive = false
     var sessionStarted: Date?
@@ -94,7 +104,23 @@ public actor SurveyClient {
         }
         eventsWaiting = eventLog.openCount
         pingLimiter = PingRateLimiter(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
-        (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream()
+        // Bounded: an app that never reads the events loses the oldest, not its memory.
+        (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(Self.eventBufferLimit))
+    }
+
+    /// Events kept for a consumer that has not read them yet (the oldest are dropped past it).
+    public static let eventBufferLimit = 10_000
+
+    deinit {
+        // A client dropped without `close()`: its background tasks hold it weakly, and end with it.
+        streamTask?.cancel()
+        localScheduleTask?.cancel()
+        uploadRetryTask?.cancel()
+        heartbeatTask?.cancel()
+        pingWaitTask?.cancel()
+        sessionHeartbeatTask?.cancel()
+        batchTask?.cancel()
+        continuation.finish()
     }
 
     // MARK: Lifecycle
@@ -105,11 +131,38 @@ public actor SurveyClient {
     /// - Throws: ``SurveyClientError`` when the relay or the server refuses (e.g. `push_token_required`,
     ///   `invalid_credentials`); the stream keeps running only after success.
     public func start() async throws(SurveyClientError) {
+        if let running = startTask {
+            // Another caller is starting the client: share its outcome (two starts must not mint two tokens).
+            try await Self.awaitStart(running)
+            return
+        }
+        guard lifecycle.starting() else { throw .closed }
+        let task = Task { try await self.performStart() }
+        startTask = task
+        defer { startTask = nil }
+        try await Self.awaitStart(task)
+    }
+
+    private static func awaitStart(_ task: Task<Void, any Error>) async throws(SurveyClientError) {
+        do {
+            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        } catch let error as SurveyClientError {
+            throw error
+        } catch {
+            throw SurveyClientError.cancelled
+        }
+    }
+
+    private func performStart() async throws(SurveyClientError) {
         closePreviousRun()
         if state.relayToken == nil { try await obtainToken() }
         startStream()
         if !state.registered { try await register() }
-        if await !retryUploads() { scheduleUploadRetry() }
+        // A token the server does not hold yet (a rotation during registration, a crash after saving a new token):
+        // tell it now; if that fails, the retry loop keeps at it.
+        var retryNeeded = false
+        do { try await announceTokenIfNeeded() } catch { retryNeeded = true }
+        if await !retryUploads() || retryNeeded { scheduleUploadRetry() }
         await retryPings()
         if state.scheduling == "device" {
             _ = try? await checkForSurveys()
@@ -127,9 +180,12 @@ public actor SurveyClient {
         guard heartbeatTask == nil, let interval = configuration.heartbeatInterval else { return }
         heartbeatTask = Task { [weak self] in
             while !Task.isCancelled {
-                guard let self else { return }
-                await self.sendHeartbeat()
-                await self.confirmReceipts()
+                do {
+                    // Held only for the calls, never across the sleep: a dropped client ends this loop.
+                    guard let client = self else { return }
+                    await client.sendHeartbeat()
+                    await client.confirmReceipts()
+                }
                 try? await Task.sleep(for: interval)
             }
         }
@@ -148,27 +204,46 @@ public actor SurveyClient {
     /// Stops the push stream and ends the session (as ``pause()``: its pings are sent, best effort). The client can be
     /// started again.
     public func stop() async {
-        streamTask?.cancel()
-        streamTask = nil
-        localScheduleTask?.cancel()
-        localScheduleTask = nil
-        uploadRetryTask?.cancel()
-        uploadRetryTask = nil
-        heartbeatTask?.cancel()
-        heartbeatTask = nil
-        pingWaitTask?.cancel()
-        pingWaitTask = nil
+        guard !lifecycle.isClosed else { return }
+        await stopBackground()
+        lifecycle.stopped()
         await endSession()
     }
 
-    /// Stops, releases the HTTP client if this client made it and the storage directory's lock; ends ``events``.
-    /// Another client may use the directory afterwards.
+    /// Cancels every background task and waits until each has ended: when this returns, nothing of the client runs.
+    private func stopBackground() async {
+        let tasks = [streamTask, localScheduleTask, uploadRetryTask, heartbeatTask, pingWaitTask, batchTask].compactMap { $0 }
+        batchTask = nil
+        streamTask = nil
+        localScheduleTask = nil
+        uploadRetryTask = nil
+        heartbeatTask = nil
+        pingWaitTask = nil
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        intake.streamEnded()
+    }
+
+    /// Stops (waiting for every background task to end), releases the HTTP client if this client made it and the
+    /// storage directory's lock, and ends ``events``. Another client may use the directory afterwards; every later call
+    /// on this one throws `closed` (or does nothing, for calls that cannot throw).
     public func close() async {
+        startTask?.cancel()
+        if let starting = startTask { _ = await starting.result }
         await stop()
+        guard lifecycle.closing() else { return }
+        if let session = sessionHeartbeatTask {
+            sessionHeartbeatTask = nil
+            session.cancel()
+            await session.value
+        }
         continuation.finish()
         if ownsHTTP { http.shutdown() }
         files.releaseLock()
     }
+
+    /// True once ``close()`` ran.
+    public var isClosed: Bool { lifecycle.isClosed }
 
     // MARK: Queries
 
@@ -208,29 +283,40 @@ public actor SurveyClient {
     /// A new relay token after the old one stopped working, announced with `/set_fcm_token`; retried with backoff
     /// until both succeed or the client stops.
     private func renewToken() async {
-        // Runs inside the old stream task, so `stop()` still cancels it.
-        var failures = 0
+        // Runs inside the old stream task, so `stop()` still cancels it. A new token is minted once; if telling the
+        // server fails, only that is retried (the token is saved, and `RelayLink` remembers the server lacks it).
+        var backoff = Backoff.outbox
+        var minted = false
         while !Task.isCancelled {
             do {
-                try await obtainToken()
-                if state.registered {
-                    var form = api.baseForm(state: state)
-                    form["fcm_token"] = state.relayToken ?? ""
-                    let response = try await api.post("set_fcm_token", form)
-                    guard (200..<300).contains(response.status) else {
-                        throw SurveyClientError(code: "set_token_failed", message: "set_fcm_token answered \(response.status)", status: response.status)
-                    }
+                if !minted {
+                    try await obtainToken()
+                    minted = true
                 }
+                try await announceTokenIfNeeded()
                 guard !Task.isCancelled else { return }
                 streamTask = nil
                 startStream()
                 return
             } catch {
-                failures += 1
+                if error.isCancellation { return }
                 logger.info("token renewal failed", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: Self.reconnectDelay(failures: failures))
+                try? await Task.sleep(for: backoff.failed())
             }
         }
+    }
+
+    /// Sends `/set_fcm_token` when the server does not hold the token in use (``RelayLink``); throws when it fails.
+    func announceTokenIfNeeded() async throws(SurveyClientError) {
+        guard state.link.needsAnnouncement(registered: state.registered), let token = state.relayToken else { return }
+        var form = api.baseForm(state: state)
+        form["fcm_token"] = token
+        let response = try await api.post("set_fcm_token", form)
+        guard (200..<300).contains(response.status) else {
+            throw SurveyClientError(code: "set_token_failed", message: "set_fcm_token answered \(response.status)", status: response.status)
+        }
+        state.link.serverAccepted(token)
+        try save()
     }
 
     private func obtainToken() async throws(SurveyClientError) {
@@ -242,12 +328,13 @@ public actor SurveyClient {
         }
         let response: HTTPResponse
         do { response = try await http.send(request) } catch {
-            throw SurveyClientError(code: "transport", message: "relay: \(error)")
+            throw SurveyClientError.transport("relay", error)
         }
         guard response.status == 201, let token = try? response.decode(RelayWire.TokenResponse.self).token else {
             throw SurveyClientError(code: "relay_refused", message: "relay answered \(response.status): \(response.text)", status: response.status)
         }
-        state.relayToken = token
+        // Saved before it is used anywhere; the server does not hold it yet.
+        state.link.obtained(token)
         try save()
     }
 
@@ -258,17 +345,26 @@ public actor SurveyClient {
         let logger = self.logger
         let deadAfter = configuration.relayKeepalive * 2.5
         streamTask = Task { [weak self] in
-            var failures = 0
+            // 0.1 s doubling to 5 s after failed attempts; after a stream that was up and ended, a short jitter only,
+            // so devices that lost their streams together do not come back together.
+            var backoff = Backoff.stream
+            var wait = Duration.zero
             while !Task.isCancelled {
+                // A client dropped without `close()` ends its stream (no reconnecting for ever behind a later client's back).
+                guard self != nil else { return }
                 var request = HTTPRequest(url: url)
                 if let id = await self?.resumeFromEventID() { request.headers.append(("Last-Event-ID", id)) }
                 do {
                     let stream = try await http.eventStream(request)
                     if stream.status == 200 {
-                        failures = 0
+                        backoff.reset()
+                        wait = .milliseconds(Int.random(in: 20...100))
                         await self?.streamConnected()
                         weak let client = self
-                        let ended = try await Self.consume(stream.items, deadAfter: deadAfter) { event in await client?.handle(event) }
+                        let ended = try await Self.consume(stream.items, deadAfter: deadAfter,
+                                                           handle: { event in await client?.handle(event) },
+                                                           tick: { await client?.runDueRetries() ?? .seconds(1) })
+                        await self?.streamEnded()
                         if ended == .dead {
                             logger.debug("push stream silent for \(deadAfter); reconnecting")
                             await self?.emit(.streamReconnecting(reason: "dead"))
@@ -279,14 +375,15 @@ public actor SurveyClient {
                         await self?.renewToken()
                         return
                     } else {
-                        failures += 1
+                        wait = backoff.failed()
                     }
                 } catch {
+                    await self?.streamEnded()
                     if Task.isCancelled { return }
-                    failures += 1
+                    wait = backoff.failed()
                     logger.debug("push stream dropped", metadata: ["error": "\(error)"])
                 }
-                try? await Task.sleep(for: Self.reconnectDelay(failures: failures))
+                try? await Task.sleep(for: wait)
             }
         }
     }
@@ -296,10 +393,18 @@ public actor SurveyClient {
 
     /// Reads a stream until it ends, or until nothing at all (keepalives included) arrived for `deadAfter`: a
     /// connection that died without a FIN (a silent network drop) only shows up that way.
+    /// `tick` runs beside the reading (retries of pushes whose fetch failed) and returns how long to wait before the
+    /// next tick; it ends with the stream.
     static func consume(_ items: EventItems, deadAfter: Duration,
-                        handle: @escaping @Sendable (ServerSentEvent) async -> Void) async throws -> StreamEnd {
+                        handle: @escaping @Sendable (ServerSentEvent) async -> Void,
+                        tick: (@Sendable () async -> Duration)? = nil) async throws -> StreamEnd {
         let watch = StreamWatch()
         return try await withThrowingTaskGroup(of: StreamEnd.self) { group in
+            if let tick {
+                group.addTask {
+                    while true { try await Task.sleep(for: await tick()) }
+                }
+            }
             group.addTask {
                 for try await item in items {
                     watch.touch()
@@ -323,14 +428,6 @@ public actor SurveyClient {
         }
     }
 
-    /// Exponential backoff with jitter: 0.1 s doubling up to 5 s, each wait drawn from its upper half, so devices that
-    /// lost their streams together do not come back together. No wait after a stream that was up and ended.
-    static func reconnectDelay(failures: Int) -> Duration {
-        guard failures > 0 else { return .milliseconds(Int.random(in: 20...100)) }
-        let ceiling = min(5.0, 0.1 * pow(2, Double(min(failures - 1, 10))))
-        return .milliseconds(Int(Double.random(in: (ceiling / 2)...ceiling) * 1000))
-    }
-
     /// A new stream is up: forget the resume point's failure flag.
     private func streamConnected() {
         resumeBlocked = false
@@ -340,6 +437,11 @@ public actor SurveyClient {
     /// skip it too).
     private func resumeFromEventID() -> String? {
         resumeBlocked ? nil : lastHandledMessageID
+    }
+
+    /// The stream ended: pushes still being fetched come again on the next connection (they were not acked).
+    private func streamEnded() {
+        intake.streamEnded()
     }
 
     private func handle(_ event: ServerSentEvent) async {
@@ -359,51 +461,88 @@ public actor SurveyClient {
             emit(.error(SurveyClientError(code: "bad_push", message: "\(error)")))
             return
         }
-        let uuids = push.allUUIDs
-        // Occurrences already shown (remembered) or already stored (a crash came between storing and remembering).
-        let storedUUIDs = Set(files.list(StoredSurvey.self, in: files.surveysURL).flatMap(\.1.scheduleUUIDs))
-        func handled(_ list: [String]) -> Bool {
-            !list.isEmpty && list.allSatisfy { state.seenUUIDs.contains($0) || storedUUIDs.contains($0) }
-        }
-        let known = (!push.nonce.isEmpty && state.seenNonces.contains(push.nonce)) || handled(uuids)
-        if known {
+        let handled = handledUUIDs()
+        let arrival = intake.received(messageID: message.id, push: push, nonceSeen: !push.nonce.isEmpty && state.seenNonces.contains(push.nonce),
+                                      handled: handled)
+        switch arrival {
+        case .inProgress:
+            return
+        case .duplicate:
             await ack(message.id)
             lastHandledMessageID = message.id
             emit(.duplicateIgnored(messageID: message.id))
-            return
+        case .fetch(let surveys):
+            emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
+            record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
+            await attempt(messageID: message.id, surveys: surveys)
         }
-        emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
-        record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
+    }
+
+    /// A check of whether occurrences were shown already: remembered, or stored (a crash came between storing and
+    /// remembering).
+    private func handledUUIDs() -> @Sendable ([String]) -> Bool {
+        let seen = Set(state.seenUUIDs)
+        let stored = Set(files.list(StoredSurvey.self, in: files.surveysURL).flatMap(\.1.scheduleUUIDs))
+        return { list in !list.isEmpty && list.allSatisfy { seen.contains($0) || stored.contains($0) } }
+    }
+
+    /// Fetches the given surveys of a push, stores or withdraws each, and acks the push once all reached a final outcome.
+    private func attempt(messageID: String, surveys: [String]) async {
+        guard let push = intake.push(messageID) else { return }
+        var outcomes: [String: PushIntake.Outcome] = [:]
         var surfaced: [StoredSurvey] = []
-        var surfacedUUIDs: [String] = []
-        var allStored = true
-        for surveyID in push.surveyIDs {
+        var withdrawn: [(surveyID: String, uuids: [String])] = []
+        var failures: [SurveyClientError] = []
+        for surveyID in surveys {
             let its = push.surveyUUIDs[surveyID] ?? []
-            // Shown by an earlier delivery of this push (the rest of it failed then).
-            if handled(its) { continue }
             do {
                 surfaced.append(try await fetchAndStore(surveyID: surveyID, uuids: its, sentTime: push.sentTime))
-                surfacedUUIDs += its
+                outcomes[surveyID] = .stored
+            } catch where error.code == SurveyClientError.Code.surveyNotFound.rawValue {
+                // The survey was deleted after the push went out: final. The occurrence is withdrawn, not retried.
+                outcomes[surveyID] = .withdrawn
+                withdrawn.append((surveyID, its))
             } catch {
-                allStored = false
-                emit(.error(error))
+                if error.isCancellation { return }
+                outcomes[surveyID] = .failed
+                failures.append(error)
             }
         }
         // Remembered before anything is shown: from here on no crash can surface these occurrences again.
-        state.remember(nonce: allStored ? push.nonce : "", uuids: surfacedUUIDs)
-        state.pendingReceipts = (state.pendingReceipts ?? []) + surfacedUUIDs.filter { !(state.pendingReceipts ?? []).contains($0) }
+        let shownUUIDs = surfaced.flatMap { stored in push.surveyUUIDs[stored.surveyID] ?? [] }
+        state.remember(nonce: "", uuids: shownUUIDs + withdrawn.flatMap(\.uuids))
+        state.addReceipts(shownUUIDs)
+        var random = SystemRandomNumberGenerator()
+        let completion = intake.fetched(messageID: messageID, outcomes: outcomes, now: .now, random: &random)
+        if completion == .done { state.remember(nonce: push.nonce, uuids: []) }
         try? save()
         // A survey whose earlier answers are still on their way is shown once they are accepted (see `upload`).
         let submitting = submittingSurveyIDs()
         for stored in surfaced where !submitting.contains(stored.surveyID) { emit(.surveyAvailable(stored)) }
-        // Only a fully handled push is acked; otherwise the relay sends it again on reconnect.
-        if allStored {
-            await ack(message.id)
-            lastHandledMessageID = message.id
-        } else {
+        for gone in withdrawn {
+            record(category: "survey", name: "withdrawn", extra: ["survey_id": gone.surveyID])
+            emit(.surveyWithdrawn(surveyID: gone.surveyID, scheduleUUIDs: gone.uuids))
+        }
+        switch completion {
+        case .done:
+            await ack(messageID)
+            lastHandledMessageID = messageID
+        case .retry(let after, let firstFailure):
+            // Fetched again on the live stream once the wait is over (`runDueRetries`); the error is reported once.
             resumeBlocked = true
+            if firstFailure { for error in failures { emit(.error(error)) } }
+            logger.debug("push fetch failed; retrying", metadata: ["message": "\(messageID)", "after": "\(after)"])
         }
         await confirmReceipts()
+    }
+
+    /// Runs the retries that are due; returns how long until the next one (at most a second).
+    func runDueRetries() async -> Duration {
+        for (messageID, surveys) in intake.takeDue(now: .now) {
+            await attempt(messageID: messageID, surveys: surveys)
+        }
+        guard let next = intake.nextDue else { return .seconds(1) }
+        return max(.milliseconds(10), min(.seconds(1), next - .now))
     }
 
     private func ack(_ id: String) async {
@@ -417,9 +556,11 @@ public actor SurveyClient {
 
     private func register() async throws(SurveyClientError) {
         var form = api.baseForm(state: state)
+        // The token this request carries: a rotation while it is in flight leaves the new one for `/set_fcm_token`.
+        let sentToken = state.relayToken
         form["new_password"] = configuration.newPassword ?? configuration.temporaryPassword
         form["phone_number"] = "NOT_SUPPLIED"
-        form["fcm_token"] = state.relayToken ?? ""
+        form["fcm_token"] = sentToken ?? ""
         form["device_os"] = configuration.platform == .ios ? "iOS" : "Android"
         form["beiwe_version"] = Self.sdkVersion
         let response = try await api.post("register_user", form)
@@ -434,6 +575,7 @@ public actor SurveyClient {
             throw SurveyClientError(code: "registration_failed", message: "register_user answered without client_public_key/study_id")
         }
         state.registered = true
+        if let sentToken, !sentToken.isEmpty { state.link.serverAccepted(sentToken) }
         state.passwordHash = BeiwePassword.deviceHash(configuration.newPassword ?? configuration.temporaryPassword)
         state.publicKey = key
         state.studyID = studyID
@@ -473,6 +615,7 @@ public actor SurveyClient {
     ///   (the encrypted file stays in the outbox and is retried in the background with backoff, and by ``start()``;
     ///   ``SurveyClientEvent/submitted(surveyID:fileName:)`` follows once the server takes it), `upload_rejected`.
     public func submit(answers: [String: String], for surveyID: String) async throws(SurveyClientError) {
+        guard !lifecycle.isClosed else { throw .closed }
         guard state.registered, let keyText = state.publicKey, let der = Data(base64Encoded: keyText) else {
             throw SurveyClientError(code: "not_registered", message: "register before submitting")
         }
@@ -496,8 +639,9 @@ public actor SurveyClient {
         do {
             try await upload(pending)
         } catch {
-            // Kept in the outbox: retried in the background until the server takes it (`.submitted` then).
-            if error.code != "upload_rejected" { scheduleUploadRetry() }
+            // Kept in the outbox: retried in the background until the server takes it (`.submitted` then). A cancelled
+            // call is no failure: its file waits for the next retry or start, and nothing is scheduled on its behalf.
+            if error.code != "upload_rejected" && !error.isCancellation { scheduleUploadRetry() }
             throw error
         }
     }
@@ -507,15 +651,15 @@ public actor SurveyClient {
     func scheduleUploadRetry() {
         guard uploadRetryTask == nil else { return }
         uploadRetryTask = Task { [weak self] in
-            var failures = 0
+            var backoff = Backoff.outbox
             while !Task.isCancelled {
-                failures += 1
-                let ceiling = min(60.0, 0.5 * pow(2, Double(min(failures - 1, 10))))
-                try? await Task.sleep(for: .milliseconds(Int(Double.random(in: (ceiling / 2)...ceiling) * 1000)))
-                guard let self, !Task.isCancelled else { return }
-                let uploadsDone = await self.retryUploads()
-                let pingsDone = await self.retryPingsOnce()
-                if uploadsDone && pingsDone { break }
+                try? await Task.sleep(for: backoff.failed())
+                // Held only for the calls, never across the sleep: a dropped client ends this loop.
+                guard let client = self, !Task.isCancelled else { return }
+                let uploadsDone = await client.retryUploads()
+                let pingsDone = await client.retryPingsOnce()
+                let tokenDone = (try? await client.announceTokenIfNeeded()) != nil
+                if uploadsDone && pingsDone && tokenDone { break }
             }
             await self?.uploadRetryEnded()
         }
@@ -524,6 +668,11 @@ public actor SurveyClient {
     private func uploadRetryEnded() { uploadRetryTask = nil }
 
     private func upload(_ pending: PendingUpload) async throws(SurveyClientError) {
+        // One upload of a file at a time: `submit` and the retry loop never POST it together.
+        guard outbox.begin(pending.fileName) else {
+            throw SurveyClientError(code: "submission_pending", message: "\(pending.fileName) is being uploaded")
+        }
+        defer { outbox.end(pending.fileName) }
         var form = api.baseForm(state: state)
         form["file_name"] = pending.fileName
         form["file"] = pending.body
@@ -560,7 +709,10 @@ public actor SurveyClient {
     /// Tries every file of the upload outbox once; true when the outbox is empty afterwards.
     @discardableResult
     private func retryUploads() async -> Bool {
-        for (_, pending) in files.list(PendingUpload.self, in: files.uploadsURL) {
+        for (url, listed) in files.list(PendingUpload.self, in: files.uploadsURL) {
+            // Each file is read again just before it goes: the list was taken before earlier uploads awaited, and
+            // `submit` may have sent and removed it meanwhile (sending it again would report it submitted twice).
+            guard !outbox.inFlight.contains(listed.fileName), let pending = files.read(PendingUpload.self, from: url) else { continue }
             do { try await upload(pending) } catch { logger.info("upload retry failed", metadata: ["error": "\(error)"]) }
         }
         return files.list(PendingUpload.self, in: files.uploadsURL).isEmpty
@@ -589,6 +741,7 @@ public actor SurveyClient {
     /// Old-style studies poll this every `check_for_new_surveys_frequency_seconds`; it can also be called at any time.
     @discardableResult
     public func checkForSurveys() async throws(SurveyClientError) -> [StoredSurvey] {
+        guard !lifecycle.isClosed else { throw .closed }
         let response = try await api.post("download_surveys", api.baseForm(state: state))
         guard response.status == 200, let list = try? response.decode([SurveyEntry].self) else {
             throw SurveyClientError(code: "download_failed", message: "download_surveys answered \(response.status)", status: response.status)
@@ -610,6 +763,7 @@ public actor SurveyClient {
     /// surfaced exactly like a pushed one. Returns the surveys that became available.
     @discardableResult
     public func runLocalSchedule() throws(SurveyClientError) -> [StoredSurvey] {
+        guard !lifecycle.isClosed else { throw .closed }
         guard state.scheduling == "device" else { return [] }
         let current = now()
         let from = state.localCheckedThrough.flatMap(WireTime.parse) ?? current
@@ -648,8 +802,8 @@ public actor SurveyClient {
         localScheduleTask = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(30))
-                guard !Task.isCancelled, let self else { return }
-                await self.localScheduleTick()
+                guard !Task.isCancelled, let client = self else { return }
+                await client.localScheduleTick()
             }
         }
     }

@@ -72,6 +72,9 @@ public enum SurveyClientEvent: Sendable, Equatable {
     case streamReconnecting(reason: String)
     /// A survey's spec was fetched and stored; it stays until its answers are accepted.
     case surveyAvailable(StoredSurvey)
+    /// A pushed survey no longer exists on the server (`/download_survey` answered 404: deleted after the push went out).
+    /// The push was acked; these occurrences will not be shown.
+    case surveyWithdrawn(surveyID: String, scheduleUUIDs: [String])
     /// Answers were accepted by the server; the stored survey is gone.
     case submitted(surveyID: String, fileName: String)
     /// A telemetry ping (`events`, `baseline`, `deletion-request`) was accepted (or already known) by the server.

@@ -85,6 +85,8 @@ enum DeviceOutput {
         case .surveyAvailable(let survey):
             line(["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.entry.name),
                   "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)])
+        case .surveyWithdrawn(let survey, let uuids):
+            line(["event": "survey_withdrawn", "survey_id": .string(survey), "schedule_uuids": .array(uuids.map { .string($0) })])
         case .submitted(let survey, let file):
             line(["event": "submitted", "survey_id": .string(survey), "file_name": .string(file)])
         case .telemetrySent(let document, let events, let ping):

@@ -31,7 +31,7 @@ struct MobileAPI: Sendable {
         do {
             return try await client.send(.form(path(endpoint), form.encoded()))
         } catch {
-            throw SurveyClientError(code: "transport", message: "\(endpoint): \(error)")
+            throw SurveyClientError.transport(endpoint, error)
         }
     }
 
@@ -45,7 +45,7 @@ struct MobileAPI: Sendable {
             }
             return try await client.send(.form(path("upload"), form.encoded()))
         } catch {
-            throw SurveyClientError(code: "transport", message: "upload: \(error)")
+            throw SurveyClientError.transport("upload", error)
         }
     }
 

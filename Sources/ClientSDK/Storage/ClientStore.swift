@@ -46,11 +46,16 @@ struct ClientStore: Sendable {
         lock = try DirectoryLock(root.appendingPathComponent("lock"))
     }
 
-    /// Lets another client use the directory (this one must not write any more).
+    /// Lets another client use the directory. Every write after this throws `closed`: the directory belongs to whoever
+    /// takes the lock next.
     func releaseLock() { lock.release() }
+
+    /// True once the lock is released.
+    var isReleased: Bool { lock.isReleased }
 
     /// Writes `value` as JSON: temporary file, fsync, rename, fsync of the directory.
     func write(_ value: some Encodable, to url: URL) throws(SurveyClientError) {
+        guard !lock.isReleased else { throw SurveyClientError.closed }
         let data: Data
         do {
             data = try WireJSON.encode(value)
@@ -105,6 +110,7 @@ struct ClientStore: Sendable {
     }
 
     func remove(_ url: URL) {
+        guard !lock.isReleased else { return }
         try? FileManager.default.removeItem(at: url)
     }
 
@@ -190,6 +196,8 @@ final class DirectoryLock: Sendable {
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
         fd = Mutex(descriptor)
     }
+
+    var isReleased: Bool { fd.withLock { $0 < 0 } }
 
     func release() {
         fd.withLock { descriptor in

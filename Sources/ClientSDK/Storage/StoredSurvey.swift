@@ -60,8 +60,30 @@ struct ClientState: Codable, Sendable {
     var mmaDeviceID: String?
     var userAttributes: [String: String]?
     var launches: Int?
-    /// Schedule uuids of received pushes not yet confirmed to the server (`notification_uuids`).
+    /// Schedule uuids of received pushes not yet confirmed to the server (`notification_uuids`), at most
+    /// ``receiptLimit`` (the oldest go first: they ride on every request).
     var pendingReceipts: [String]?
+    /// The push token the study server last accepted (at registration or by `/set_fcm_token`): see ``RelayLink``.
+    var announcedToken: String?
+
+    /// The push token and whether the server holds it.
+    var link: RelayLink {
+        get { RelayLink(token: relayToken, announced: announcedToken) }
+        set {
+            relayToken = newValue.token
+            announcedToken = newValue.announced
+        }
+    }
+
+    static let receiptLimit = 500
+
+    /// Adds receipts to confirm, keeping at most ``receiptLimit``.
+    mutating func addReceipts(_ uuids: [String]) {
+        var receipts = pendingReceipts ?? []
+        receipts += uuids.filter { !receipts.contains($0) }
+        if receipts.count > Self.receiptLimit { receipts.removeFirst(receipts.count - Self.receiptLimit) }
+        pendingReceipts = receipts
+    }
 
     struct PendingEvent: Codable, Sendable {
         var timestampMillis: Int64
