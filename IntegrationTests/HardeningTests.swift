@@ -171,7 +171,7 @@ extension Integration {
             #expect(refused.status == 400 && errorCode(refused) == "invalid_body")
             // The longest boundary RFC 2046 allows, and 8 MB of near-misses of it: answered within seconds.
             let boundary = String(repeating: "x", count: 70)
-            let nearMiss = Array(("--" + String(repeating: "x", count: 69) + "y").utf8)
+            let nearMiss = Array(("\r\n--" + String(repeating: "x", count: 69) + "y").utf8)
             var body = [UInt8]()
             body.reserveCapacity(8 << 20)
             while body.count + nearMiss.count < (8 << 20) - 200 { body += nearMiss }
@@ -246,7 +246,7 @@ extension Integration {
             // Two clients sending unauthenticated 400 kB forms of empty fields, over and over.
             let flood = String(repeating: "&=", count: 200_000)
             let multipartBoundary = String(repeating: "x", count: 70)
-            let multipartBody = Array(String(repeating: "--" + String(repeating: "x", count: 69) + "y", count: 8_000_000 / 72).utf8)
+            let multipartBody = Array(String(repeating: "\r\n--" + String(repeating: "x", count: 69) + "y", count: 8_000_000 / 74).utf8)
             for (name, request) in [("form floods", HTTPRequest.form(trio.server.url + "/mobile-heartbeat", flood)),
                                     ("8 MB multipart near-misses", HTTPRequest.multipart(trio.server.url + "/upload", boundary: multipartBoundary,
                                                                                           body: multipartBody))] {

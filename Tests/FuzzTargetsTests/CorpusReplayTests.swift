@@ -25,7 +25,7 @@ import Testing
             FuzzTarget.form.run(Array(String(repeating: "&=", count: 500_000).utf8))
             FuzzTarget.form.run(Array((0..<999).map { "k\($0)=v" }.joined(separator: "&").utf8))
             FuzzTarget.multipart.run([70] + Array(String(repeating: "x", count: 70).utf8)
-                                     + Array(String(repeating: "--" + String(repeating: "x", count: 69) + "y", count: 100_000).utf8))
+                                     + Array(String(repeating: "\r\n--" + String(repeating: "x", count: 69) + "y", count: 100_000).utf8))
             FuzzTarget.jexl.run(Array(String(repeating: "(", count: 100_000).utf8))
             FuzzTarget.jexl.run(Array((Array(repeating: "1", count: 1_000).joined(separator: "+")).utf8))
             FuzzTarget.ping.run(Array("[0, \(Int32.max)]".utf8))
