@@ -4,8 +4,18 @@ import SurveyCrypto
 import SurveyWire
 
 /// Parsed RSA keys by owner id (a study, or a participant with its own key), so registrations and uploads
-/// do not decode the same DER again and again. Keys never change once created, so entries never go stale.
+/// do not decode the same DER again and again. Keys never change once created, so entries never go stale. Each map
+/// holds at most ``limit`` entries (a study with per-participant keys has one per participant): past it the map starts
+/// over, and keys are parsed again as they are used.
 final class KeyCache: Sendable {
+    static let limit = 10_000
+
+    /// Inserts into a bounded map.
+    private static func put<V>(_ map: inout [String: V], _ key: String, _ value: V) {
+        if map.count >= limit { map.removeAll(keepingCapacity: true) }
+        map[key] = value
+    }
+
     private let keys = Mutex<[String: RSAKey]>([:])
     private let publicKeys = Mutex<[String: String]>([:])
     private let settings = Mutex<[String: String]>([:])
@@ -16,7 +26,7 @@ final class KeyCache: Sendable {
         let owner = participant.privateKey == nil ? "study:" + study.id : "participant:" + participant.patientId
         if let text = publicKeys.withLock({ $0[owner] }) { return text }
         let text = Data(try key(participant: participant, study: study).publicKeyDER()).base64EncodedString()
-        publicKeys.withLock { $0[owner] = text }
+        publicKeys.withLock { Self.put(&$0, owner, text) }
         return text
     }
 
@@ -25,7 +35,7 @@ final class KeyCache: Sendable {
         let key = study.id + "\u{0}" + study.deviceSettings
         if let text = settings.withLock({ $0[key] }) { return text }
         let text = (try? WireJSON.encodeString(DeviceSettings.merged(study.settingsObject, id: MobileRoutes.settingsID(study.id)))) ?? "{}"
-        settings.withLock { $0[key] = text }
+        settings.withLock { Self.put(&$0, key, text) }
         return text
     }
 
@@ -33,7 +43,7 @@ final class KeyCache: Sendable {
     func key(for owner: String, der: Data) throws(CryptoError) -> RSAKey {
         if let key = keys.withLock({ $0[owner] }) { return key }
         let key = try RSAKey(privateKeyDER: [UInt8](der))
-        keys.withLock { $0[owner] = key }
+        keys.withLock { Self.put(&$0, owner, key) }
         return key
     }
 
