@@ -97,7 +97,8 @@ extension Integration {
             let register = Process()
             register.executableURL = Executables.url("survey-cli")
             register.arguments = ["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url, "--relay", trio.relay.url,
-                                  "--patient-id", who.patientID, "--password", who.password, "--timezone", "America/Chicago"]
+                                  "--patient-id", who.patientID, "--password", who.password, "--timezone", "America/Chicago",
+                                  "--telemetry-url", trio.server.url, "--features-url", trio.server.url]
             register.standardOutput = FileHandle.nullDevice
             try register.run()
             register.waitUntilExit()

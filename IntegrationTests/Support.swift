@@ -42,7 +42,8 @@ func clientConfiguration(_ trio: Trio, _ credentials: AdminWire.Credentials, pla
                          storage: URL = temporaryDirectory(), timeZone: String = "America/Chicago") -> SurveyClientConfiguration {
     SurveyClientConfiguration(serverURL: trio.server.url, relayURL: trio.relay.url, storageDirectory: storage,
                               patientID: credentials.patientID, temporaryPassword: credentials.password,
-                              newPassword: "new-" + credentials.password, platform: platform, timeZone: timeZone)
+                              newPassword: "new-" + credentials.password, platform: platform, timeZone: timeZone,
+                              telemetryURL: trio.server.url, featuresURL: trio.server.url)
 }
 
 /// A server-scheduled study frozen at Monday 08:59 Chicago with one participant and the weekly mood survey.

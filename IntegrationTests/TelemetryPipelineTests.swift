@@ -124,6 +124,8 @@ extension Integration {
             let storage = temporaryDirectory("telemetry")
             var offline = clientConfiguration(trio, setup.credentials, storage: storage)
             offline.serverURL = "http://127.0.0.1:9"  // discard port: connection refused, no response
+            offline.telemetryURL = offline.serverURL
+            offline.featuresURL = offline.serverURL
             offline.heartbeatInterval = nil
             let client = try SurveyClient(configuration: offline)
             await client.record(category: "test", name: "offline")

@@ -22,10 +22,13 @@ extension SurveyClient {
     /// - Throws: `transport` or `features_failed`; the cached copy stays in use.
     @discardableResult
     public func refreshFeatures() async throws(SurveyClientError) -> AdminWire.Features {
+        guard let endpoint = configuration.featuresURL else {
+            throw SurveyClientError(code: "features_unavailable", message: "no featuresURL is configured; the cached copy or the defaults serve")
+        }
         let query = state.clientID.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? state.clientID
         let response: HTTPResponse
         do {
-            response = try await http.send(HTTPRequest(url: "\(configuration.serverURL)/features/\(Self.sanitizedAppID(configuration.appID))?client_id=\(query)"))
+            response = try await http.send(HTTPRequest(url: "\(endpoint)/features/\(Self.sanitizedAppID(configuration.appID))?client_id=\(query)"))
         } catch {
             throw SurveyClientError(code: "transport", message: "features: \(error)")
         }

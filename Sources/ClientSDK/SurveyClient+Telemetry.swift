@@ -168,6 +168,8 @@ extension SurveyClient {
     /// Uploads the queue in order until it is empty, a ping fails (thrown; the caller retries with backoff) or the
     /// rate limit is reached (a wake-up is scheduled for the end of the window).
     func uploadPings() async throws(SurveyClientError) {
+        // No telemetry endpoint (a real Beiwe server has none): pings stay queued under their quotas.
+        guard configuration.telemetryURL != nil, !telemetryRouteMissing else { return }
         for (url, pending) in pendingPings() where !pingsInFlight.contains(pending.documentID) {
             if let wait = pingLimiter.take(at: .now) {
                 schedulePingWake(after: wait)
@@ -186,7 +188,8 @@ extension SurveyClient {
             files.remove(url)
             return
         }
-        var request = HTTPRequest(method: "POST", url: "\(configuration.serverURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
+        guard let telemetryURL = configuration.telemetryURL else { return }
+        var request = HTTPRequest(method: "POST", url: "\(telemetryURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
                                   headers: [("Content-Type", "application/json; charset=utf-8"),
                                             ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion) (Swift on Linux)"),
                                             ("Date", Self.httpDate(now()))], body: body)
@@ -204,12 +207,17 @@ extension SurveyClient {
         }
         let response: HTTPResponse
         do { response = try await http.send(request) } catch {
-            throw SurveyClientError(code: "transport", message: "telemetry: \(error)")
+            throw SurveyClientError.transport("telemetry", error)
         }
         switch response.status {
         case 200..<300:
             files.remove(url)
             emit(.telemetrySent(documentID: pending.documentID, events: pending.body.events.count, ping: pending.pingName))
+        case 404, 405:
+            // No ingestion route there (a study server without one): the ping is kept, and nothing more is sent this run.
+            telemetryRouteMissing = true
+            emit(.error(SurveyClientError(code: "telemetry_route_missing",
+                                          message: "\(telemetryURL) has no telemetry route (\(response.status)); pings stay queued")))
         case 400..<500:
             // The server will never take it; Glean deletes such pings too.
             files.remove(url)

@@ -57,6 +57,8 @@ public actor SurveyClient {
     /// Telemetry upload: the rate limiter, pings being sent, and the wake-up at the end of a throttled window.
     var pingLimiter: PingRateLimiter
     var pingsInFlight: Set<String> = []
+    /// The telemetry endpoint answered 404/405: it has no ingestion route; pings stay queued for the rest of this run.
+    var telemetryRouteMissing = false
     var pingWaitTask: Task<Void, Never>?
     /// An `events` ping made because the batch filled up (`max_capacity`).
     var batchTask: Task<Void, Never>?
@@ -86,7 +88,10 @@ public actor SurveyClient {
         self.files = try ClientStore(root: configuration.storageDirectory, logger: logger)
         self.logger = logger
         self.now = now
-        if let stored = files.read(ClientState.self, from: files.stateURL) {
+        if var stored = files.read(ClientState.self, from: files.stateURL) {
+            // Not registered yet: the credentials are the configuration's, whatever an earlier failed attempt kept (a
+            // retry with a corrected password in the same directory works).
+            if !stored.registered { stored.passwordHash = BeiwePassword.deviceHash(configuration.temporaryPassword) }
             state = stored
         } else {
             state = ClientState(deviceID: configuration.deviceID ?? UUID().uuidString.lowercased(),
@@ -331,7 +336,7 @@ public actor SurveyClient {
             throw SurveyClientError.transport("relay", error)
         }
         guard response.status == 201, let token = try? response.decode(RelayWire.TokenResponse.self).token else {
-            throw SurveyClientError(code: "relay_refused", message: "relay answered \(response.status): \(response.text)", status: response.status)
+            throw SurveyClientError(code: "relay_refused", message: "relay answered \(response.status): \(MobileAPI.excerpt(response))", status: response.status)
         }
         // Saved before it is used anywhere; the server does not hold it yet.
         state.link.obtained(token)
@@ -566,7 +571,7 @@ public actor SurveyClient {
         let response = try await api.post("register_user", form)
         guard response.status == 200 else {
             let code = MobileAPI.errorCode(response) ?? (response.status == 401 || response.status == 403 ? "invalid_credentials" : "registration_failed")
-            let error = SurveyClientError(code: code, message: "register_user answered \(response.status): \(response.text)", status: response.status)
+            let error = SurveyClientError(code: code, message: "register_user answered \(response.status): \(MobileAPI.excerpt(response))", status: response.status)
             emit(.error(error))
             throw error
         }
@@ -575,11 +580,14 @@ public actor SurveyClient {
             throw SurveyClientError(code: "registration_failed", message: "register_user answered without client_public_key/study_id")
         }
         state.registered = true
-        if let sentToken, !sentToken.isEmpty { state.link.serverAccepted(sentToken) }
+        // Registration does not count as telling the server the token: the real Beiwe ignores `fcm_token` there and
+        // stores it only through `/set_fcm_token`, which `start()` sends next (`RelayLink`).
+        _ = sentToken
         state.passwordHash = BeiwePassword.deviceHash(configuration.newPassword ?? configuration.temporaryPassword)
         state.publicKey = key
         state.studyID = studyID
-        state.scheduling = body["scheduling"]?.stringValue ?? "server"
+        // No `scheduling` key: an old-style study, which is what every real Beiwe server runs (the device schedules).
+        state.scheduling = body["scheduling"]?.stringValue ?? "device"
         state.timeZone = body["timezone"]?.stringValue ?? configuration.timeZone
         if let frequency = body["device_settings"]?["check_for_new_surveys_frequency_seconds"]?.numberValue {
             state.checkFrequencySeconds = max(30, Int(frequency))
@@ -703,7 +711,7 @@ public actor SurveyClient {
             throw error
         }
         throw SurveyClientError(code: response.status == 401 || response.status == 403 ? "invalid_credentials" : "upload_failed",
-                                message: "upload answered \(response.status): \(text)", status: response.status)
+                                message: "upload answered \(response.status): \(MobileAPI.excerpt(response))", status: response.status)
     }
 
     /// Tries every file of the upload outbox once; true when the outbox is empty afterwards.

@@ -36,12 +36,26 @@ public struct SurveyClientConfiguration: Sendable {
     public var relayKeepalive: Duration
     /// How often a running client sends Beiwe's `/mobile-heartbeat` (nil: never). Beiwe's apps: every 5 minutes.
     public var heartbeatInterval: Duration?
+    /// Where telemetry pings go (`POST <telemetryURL>/submit/...`, Glean's ingestion path). nil: pings stay queued on
+    /// disk under their quotas and nothing is sent: a real Beiwe server has no such route. The trio's mock server serves
+    /// it (`survey-cli up` and `TrioTesting` set it to the mock server's URL).
+    public var telemetryURL: String?
+    /// Where feature configuration comes from (`GET <featuresURL>/features/<app>`). nil: the cached copy or the app's
+    /// defaults serve; nothing is fetched.
+    public var featuresURL: String?
+    /// `os_version` sent on every request. Beiwe stores it in a 16-character column (a longer one fails the whole
+    /// registration with a 500), so the default is short: the host's `VERSION_ID` (e.g. `12`), else its kernel release.
+    public var osVersion: String
 
     public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
                 timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 500,
                 gzipTelemetry: Bool = true, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300),
-                telemetry: TelemetryConfiguration = TelemetryConfiguration()) {
+                telemetry: TelemetryConfiguration = TelemetryConfiguration(), telemetryURL: String? = nil, featuresURL: String? = nil,
+                osVersion: String? = nil) {
+        self.telemetryURL = telemetryURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.featuresURL = featuresURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        self.osVersion = String((osVersion ?? HostOS.versionID).prefix(HostOS.maxVersionLength))
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
         self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
         self.storageDirectory = storageDirectory

@@ -37,6 +37,7 @@ public struct MockServer: Sendable {
         router.add(middleware: RequestMetricsMiddleware(metrics: context.metrics))
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: context.logger))
         router.add(middleware: ControlPlaneGuard(prefix: "/__admin", token: context.configuration.adminToken, bound: context.bound))
+        if context.configuration.profile == .beiwe { router.add(middleware: BeiweProfileMiddleware()) }
         router.add(middleware: FaultMiddleware(faults: context.faults))
         MobileRoutes(context: context).add(to: router)
         TelemetryRoutes(context: context).add(to: router)

@@ -22,10 +22,13 @@ public struct MockServerConfiguration: Sendable {
     public var maxFailedLogins: Int?
     /// Telemetry kept at most (bytes of stored ping bodies); past it `/submit` answers 507 and clients keep their pings.
     public var maxTelemetryBytes: Int
+    /// How the mobile API answers: `strict` (helpful refusals) or `beiwe` (as the real server does).
+    public var profile: ServerProfile
 
     public init(store: StoreLocation = .memory, kdfIterations: Int = 1000, relayURL: String? = nil, fcmProject: String = "mock-study",
                 adminToken: String? = nil, maxBodyBytes: Int = 1 << 20, maxUploadBytes: Int = 8 << 20, tickInterval: Duration = .seconds(1),
-                maxFailedLogins: Int? = nil, maxTelemetryBytes: Int = 512 << 20) {
+                maxFailedLogins: Int? = nil, maxTelemetryBytes: Int = 512 << 20, profile: ServerProfile = .strict) {
+        self.profile = profile
         self.maxFailedLogins = maxFailedLogins
         self.maxTelemetryBytes = maxTelemetryBytes
         self.store = store

@@ -21,6 +21,22 @@ struct ServerContext: Sendable {
     let decoyPasswordRecord: String
     /// Bytes of telemetry stored, against `maxTelemetryBytes`.
     let telemetryBytes: TelemetryQuota
+    /// `--profile beiwe`: the wall-clock second of each participant's last registration.
+    let recentRegistrations = RecentRegistrations()
+}
+
+/// The wall-clock second each participant last registered in (only the current second matters, so the map is cleared
+/// whenever the second changes: bounded by one second's registrations).
+final class RecentRegistrations: Sendable {
+    private let state = Mutex<(second: Int, patients: Set<String>)>((0, []))
+
+    /// Records a registration; false when the participant already registered in this second.
+    func record(_ patientID: String, second: Int) -> Bool {
+        state.withLock { state in
+            if state.second != second { state = (second, []) }
+            return state.patients.insert(patientID).inserted
+        }
+    }
 }
 
 /// How many bytes of ping bodies the store holds (read once at start, then counted as pings are stored or wiped).

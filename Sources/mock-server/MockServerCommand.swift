@@ -22,6 +22,8 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "Failed password checks one participant may have per minute; more answer 429 until the minute is over (default: no limit).")
     var maxFailedLogins: Int?
     @Option(help: "Bytes of telemetry kept at most; past it /submit answers 507 and clients keep their pings.") var maxTelemetryBytes = 512 << 20
+    @Option(help: "strict (helpful refusals) or beiwe (answer as the real Beiwe server does: no scheduling key, fcm_token ignored at registration, HTML content types and error pages).")
+    var profile = "strict"
     @Option(help: "Seconds an idle connection (no request under way) is kept open.") var idleTimeout = 60.0
     @Option(help: "Seconds a request may take to arrive whole (headers and body); then 408 and close.") var requestTimeout = 10.0
     @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
@@ -36,6 +38,7 @@ struct MockServerCommand: AsyncParsableCommand {
         guard maxTelemetryBytes >= 1 << 20 else { throw ValidationError("--max-telemetry-bytes must be at least 1048576") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         try ConnectionLimits.validate(idleTimeout: idleTimeout, requestTimeout: requestTimeout, maxPipelined: maxPipelined)
+        guard ServerProfile(rawValue: profile) != nil else { throw ValidationError("--profile must be strict or beiwe") }
         guard HostName.isLoopbackBind(host) || adminToken != nil else {
             throw ValidationError("binding \(host) exposes the admin API beyond loopback; pass --admin-token")
         }
@@ -52,7 +55,7 @@ struct MockServerCommand: AsyncParsableCommand {
         let configuration = MockServerConfiguration(
             store: location, kdfIterations: kdfIterations, relayURL: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
             adminToken: adminToken, tickInterval: .milliseconds(Int(tick * 1000)), maxFailedLogins: maxFailedLogins,
-            maxTelemetryBytes: maxTelemetryBytes)
+            maxTelemetryBytes: maxTelemetryBytes, profile: ServerProfile(rawValue: profile) ?? .strict)
         let server: MockServer
         do {
             server = try MockServer(configuration: configuration, logger: logger)

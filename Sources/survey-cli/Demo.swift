@@ -59,7 +59,8 @@ struct Demo: AsyncParsableCommand {
 
         let client = try SurveyClient(configuration: .init(
             serverURL: serverURL, relayURL: relayURL, storageDirectory: deviceDir, patientID: credentials.patientID,
-            temporaryPassword: credentials.password, newPassword: "demo-password", platform: .android, timeZone: "America/Chicago"))
+            temporaryPassword: credentials.password, newPassword: "demo-password", platform: .android, timeZone: "America/Chicago",
+            telemetryURL: serverURL, featuresURL: serverURL))
         var events = client.events.makeAsyncIterator()
         try await client.start()
         guard case .registered(let studyID, let scheduling, let zone)? = await events.next() else { throw DemoError("registration event missing") }

@@ -22,10 +22,14 @@ struct DeviceProfile: Codable {
     var newPassword: String?
     var platform: String
     var timeZone: String
+    /// Where pings and feature values go (nil: kept queued / not fetched), and the `os_version` sent.
+    var telemetryURL: String?
+    var featuresURL: String?
+    var osVersion: String?
 
     enum CodingKeys: String, CodingKey {
         case server, relay, patientID = "patient_id", temporaryPassword = "temporary_password", newPassword = "new_password"
-        case platform, timeZone = "timezone"
+        case platform, timeZone = "timezone", telemetryURL = "telemetry_url", featuresURL = "features_url", osVersion = "os_version"
     }
 
     static func url(_ dataDir: String) -> URL { URL(fileURLWithPath: dataDir).appendingPathComponent("device.json") }
@@ -55,7 +59,8 @@ struct DeviceProfile: Codable {
     func configuration(_ dataDir: String) -> SurveyClientConfiguration {
         SurveyClientConfiguration(serverURL: server, relayURL: relay, storageDirectory: URL(fileURLWithPath: dataDir),
                                   patientID: patientID, temporaryPassword: temporaryPassword, newPassword: newPassword,
-                                  platform: platform == "ios" ? .ios : .android, timeZone: timeZone)
+                                  platform: platform == "ios" ? .ios : .android, timeZone: timeZone, telemetryURL: telemetryURL,
+                                  featuresURL: featuresURL, osVersion: osVersion)
     }
 }
 
@@ -137,16 +142,25 @@ struct DeviceRegister: AsyncParsableCommand {
     @Option(help: "New password sent at registration (default: the temporary one).") var newPassword: String?
     @Option(help: "android or ios.") var platform = "android"
     @Option(help: "Device time zone (tz database name).") var timezone = "America/New_York"
+    @Option(help: "Where telemetry pings go (the trio's mock server serves /submit; a real Beiwe server does not). Default: pings stay queued.")
+    var telemetryUrl: String?
+    @Option(help: "Where feature values come from (/features on the trio's mock server). Default: none are fetched.") var featuresUrl: String?
+    @Option(help: "os_version sent on every request, at most 16 characters (Beiwe's column). Default: the host's VERSION_ID.")
+    var osVersion: String?
 
     func validate() throws {
         guard ["android", "ios"].contains(platform) else { throw ValidationError("--platform must be android or ios") }
+        if let osVersion, osVersion.isEmpty || osVersion.count > 16 {
+            throw ValidationError("--os-version must have 1-16 characters (Beiwe stores it in a 16-character column)")
+        }
     }
 
     func run() async throws {
         try await DeviceOutput.run {
             try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let profile = DeviceProfile(server: server, relay: relay, patientID: patientId, temporaryPassword: password,
-                                        newPassword: newPassword, platform: platform, timeZone: timezone)
+                                        newPassword: newPassword, platform: platform, timeZone: timezone, telemetryURL: telemetryUrl,
+                                        featuresURL: featuresUrl, osVersion: osVersion)
             try DeviceProfile.save(profile, in: dataDir)
             let client = try SurveyClient(configuration: profile.configuration(dataDir), logger: deviceLogger())
             let events = Task { for await event in client.events { DeviceOutput.event(event) } }

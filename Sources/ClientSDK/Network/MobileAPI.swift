@@ -18,7 +18,7 @@ struct MobileAPI: Sendable {
         var form = FormBody([
             ("patient_id", configuration.patientID), ("password", state.passwordHash), ("device_id", state.deviceID),
             ("timezone", configuration.timeZone), ("version_code", SurveyClient.sdkVersion), ("version_name", SurveyClient.sdkVersion),
-            ("os_version", ProcessInfo.processInfo.operatingSystemVersionString),
+            ("os_version", configuration.osVersion),
         ])
         if let receipts = state.pendingReceipts, !receipts.isEmpty, let text = try? WireJSON.encode(receipts) {
             form["notification_uuids"] = String(decoding: text, as: UTF8.self)
@@ -47,6 +47,18 @@ struct MobileAPI: Sendable {
         } catch {
             throw SurveyClientError.transport("upload", error)
         }
+    }
+
+    /// A short excerpt of a response body for an error message: an HTML page becomes its title, anything else its
+    /// first 200 characters on one line (a failed call once wrote a whole 341 kB page into its error).
+    static func excerpt(_ response: HTTPResponse) -> String {
+        let text = response.text
+        if let open = text.range(of: "<title>", options: .caseInsensitive),
+           let close = text.range(of: "</title>", options: .caseInsensitive, range: open.upperBound..<text.endIndex) {
+            return "HTML page: " + text[open.upperBound..<close.lowerBound].trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let line = text.replacingOccurrences(of: "\n", with: " ").trimmingCharacters(in: .whitespaces)
+        return line.count > 200 ? String(line.prefix(200)) + "…" : line
     }
 
     /// The `{"error": {...}}` code of a response, if it has one.

@@ -8,6 +8,8 @@ import SurveyWire
 /// Credential checks and the per-request device updates of the mobile API (PROTOCOL.md §1).
 struct MobileAuth: Sendable {
     let store: Store
+    /// `--profile`: refusals of inputs the real Beiwe server fails on.
+    var profile: ServerProfile = .strict
     /// Failed-login counting (`--max-failed-logins`).
     var throttle: LoginThrottle? = nil
     /// A record to check unknown participants against, so that they cost the same PBKDF2 work as a wrong password.
@@ -52,6 +54,8 @@ struct MobileAuth: Sendable {
             if !matches { throttle?.failed(participant.patientId, now: t) }
             throw Self.denied(form)
         }
+        // Every authenticated request records `os_version` in Beiwe's app-version history (16 characters).
+        if let refusal = profile.checkOSVersion(form["os_version"]) { throw refusal }
         throttle?.succeeded(participant.patientId)
         return (participant, study)
     }

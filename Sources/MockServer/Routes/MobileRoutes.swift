@@ -14,7 +14,8 @@ struct MobileRoutes: Sendable {
 
     var store: Store { context.store }
     var auth: MobileAuth {
-        MobileAuth(store: context.store, throttle: context.loginThrottle, decoyRecord: context.decoyPasswordRecord, now: context.realNow)
+        MobileAuth(store: context.store, profile: context.configuration.profile, throttle: context.loginThrottle,
+                   decoyRecord: context.decoyPasswordRecord, now: context.realNow)
     }
 
     typealias Handler = @Sendable (MobileForm) async throws -> Response
@@ -44,8 +45,14 @@ struct MobileRoutes: Sendable {
 
     /// Beiwe's registration keys plus `scheduling` and `timezone`, assembled from cached, pre-encoded parts
     /// (the device settings and public key are the same for every participant of a study).
-    static func registrationBody(publicKey: String, settingsJSON: String, study: StudyRecord, timezone: String) -> String {
-        "{\"android_firebase_json\":null,\"client_public_key\":\(jsonString(publicKey)),\"device_settings\":\(settingsJSON),"
+    static func registrationBody(publicKey: String, settingsJSON: String, study: StudyRecord, timezone: String,
+                                 profile: ServerProfile = .strict) -> String {
+        guard profile == .strict else {
+            // Beiwe's keys exactly: no scheduling flag, no time zone.
+            return "{\"android_firebase_json\":null,\"client_public_key\":\(jsonString(publicKey)),\"device_settings\":\(settingsJSON),"
+                + "\"ios_plist\":null,\"study_id\":\(jsonString(study.id)),\"study_name\":\(jsonString(study.name))}"
+        }
+        return "{\"android_firebase_json\":null,\"client_public_key\":\(jsonString(publicKey)),\"device_settings\":\(settingsJSON),"
             + "\"ios_plist\":null,\"scheduling\":\(jsonString(study.scheduling)),\"study_id\":\(jsonString(study.id)),"
             + "\"study_name\":\(jsonString(study.name)),\"timezone\":\(jsonString(timezone))}"
     }
@@ -81,8 +88,15 @@ struct MobileRoutes: Sendable {
         let (participant, study) = try await auth.authenticate(form)
         let newPassword = try form.require("new_password")
         _ = try form.require("phone_number")
-        let token = form["fcm_token"].flatMap { $0.isEmpty ? nil : $0 }
-        if study.isServerScheduled, token == nil {
+        let profile = context.configuration.profile
+        if let refusal = profile.checkOSVersion(form["os_version"]) { throw refusal }
+        // The real Beiwe ignores `fcm_token` here: only `/set_fcm_token` stores a token.
+        let token = profile == .beiwe ? nil : form["fcm_token"].flatMap { $0.isEmpty ? nil : $0 }
+        if profile == .beiwe, !context.recentRegistrations.record(participant.patientId, second: Int(context.realNow().timeIntervalSince1970)) {
+            // Beiwe writes `identifiers_<unix seconds>.csv` at every registration: the second within a second collides.
+            throw APIError(.internalServerError, code: "server_error", "registered twice within one second")
+        }
+        if study.isServerScheduled, token == nil, profile == .strict {
             throw APIError(.badRequest, code: "push_token_required",
                            "this study schedules surveys on the server and pushes them; registration needs a non-empty fcm_token")
         }
@@ -133,7 +147,8 @@ struct MobileRoutes: Sendable {
             try await context.scheduler.participantChanged(studyID: study.id, patientID: patientID)
         }
         let body = Self.registrationBody(publicKey: try context.keys.publicKeyBase64(participant: participant, study: study),
-                                         settingsJSON: context.keys.deviceSettingsJSON(study), study: study, timezone: registeredZone)
+                                         settingsJSON: context.keys.deviceSettingsJSON(study), study: study, timezone: registeredZone,
+                                         profile: profile)
         return JSONResponse.make(data: Data(body.utf8))
     }
 
