@@ -48,6 +48,8 @@ public actor SurveyClient {
     /// Answer files being uploaded (one upload per file at a time).
     private var outbox = UploadOutbox()
     private var localScheduleTask: Task<Void, Never>?
+    /// Fetch retries of app-handed pushes (no relay stream to run them).
+    private var intakeRetryTask: Task<Void, Never>?
     /// Retries the upload and ping outboxes with backoff while they are not empty.
     private var uploadRetryTask: Task<Void, Never>?
     private var heartbeatTask: Task<Void, Never>?
@@ -125,6 +127,7 @@ public actor SurveyClient {
         pingWaitTask?.cancel()
         sessionHeartbeatTask?.cancel()
         batchTask?.cancel()
+        intakeRetryTask?.cancel()
         continuation.finish()
     }
 
@@ -160,8 +163,14 @@ public actor SurveyClient {
 
     private func performStart() async throws(SurveyClientError) {
         closePreviousRun()
-        if state.relayToken == nil { try await obtainToken() }
-        startStream()
+        switch configuration.pushSource {
+        case .relay:
+            if state.relayToken == nil { try await obtainToken() }
+            startStream()
+        case .external, .none:
+            // Pushes handed over by the app (or none): their fetch retries run here rather than on a stream.
+            startIntakeRetries()
+        }
         if !state.registered { try await register() }
         // A token the server does not hold yet (a rotation during registration, a crash after saving a new token):
         // tell it now; if that fails, the retry loop keeps at it.
@@ -217,8 +226,9 @@ public actor SurveyClient {
 
     /// Cancels every background task and waits until each has ended: when this returns, nothing of the client runs.
     private func stopBackground() async {
-        let tasks = [streamTask, localScheduleTask, uploadRetryTask, heartbeatTask, pingWaitTask, batchTask].compactMap { $0 }
+        let tasks = [streamTask, localScheduleTask, uploadRetryTask, heartbeatTask, pingWaitTask, batchTask, intakeRetryTask].compactMap { $0 }
         batchTask = nil
+        intakeRetryTask = nil
         streamTask = nil
         localScheduleTask = nil
         uploadRetryTask = nil
@@ -276,7 +286,8 @@ public actor SurveyClient {
                            pingsWaiting: files.list(PendingPing.self, in: files.pingsURL).count
                                + files.list(PendingPing.self, in: files.deletionRequestsURL).count,
                            eventsWaiting: eventsWaiting, quarantined: files.quarantined(), pingsDropped: state.droppedPings ?? [:],
-                           uploadEnabled: isUploadEnabled, receiptsWaiting: state.pendingReceipts?.count ?? 0)
+                           uploadEnabled: isUploadEnabled, receiptsWaiting: state.pendingReceipts?.count ?? 0,
+                           scheduling: state.scheduling)
     }
     /// True once `/register_user` succeeded.
     public var isRegistered: Bool { state.registered }
@@ -325,9 +336,10 @@ public actor SurveyClient {
     }
 
     private func obtainToken() async throws(SurveyClientError) {
+        guard let relayURL = configuration.relayURL else { return }
         let request: HTTPRequest
         do {
-            request = try .json("\(configuration.relayURL)/v1/devices", body: RelayWire.DeviceRequest(platform: configuration.platform.rawValue, appID: configuration.appID))
+            request = try .json("\(relayURL)/v1/devices", body: RelayWire.DeviceRequest(platform: configuration.platform.rawValue, appID: configuration.appID))
         } catch {
             throw SurveyClientError(code: "transport", message: "cannot encode token request: \(error)")
         }
@@ -344,9 +356,9 @@ public actor SurveyClient {
     }
 
     private func startStream() {
-        guard streamTask == nil, let token = state.relayToken else { return }
+        guard streamTask == nil, let token = state.relayToken, let relayURL = configuration.relayURL else { return }
         let http = self.http
-        let url = "\(configuration.relayURL)/v1/devices/\(token)/stream"
+        let url = "\(relayURL)/v1/devices/\(token)/stream"
         let logger = self.logger
         let deadAfter = configuration.relayKeepalive * 2.5
         streamTask = Task { [weak self] in
@@ -541,6 +553,61 @@ public actor SurveyClient {
         await confirmReceipts()
     }
 
+    // MARK: Pushes from the app (`PushSource.external`)
+
+    /// A push the host app received through a push service of its own: Beiwe's data fields (`type`, `survey_ids`,
+    /// `sent_time`, `nonce`, `survey_uuids_dict`). Handled as a relay push is (de-duplicated; each survey fetched and
+    /// stored, or withdrawn; a transient failure retried in the background), and acknowledged to nobody.
+    /// - Returns: the surveys that became available now.
+    /// - Throws: `bad_push` for fields that are not a survey push, `closed`.
+    @discardableResult
+    public func receive(push data: [String: String]) async throws(SurveyClientError) -> [StoredSurvey] {
+        guard !lifecycle.isClosed else { throw .closed }
+        let push: SurveyPush
+        do { push = try SurveyPush(dataFields: data) } catch {
+            throw SurveyClientError(code: SurveyClientError.Code.badPush.rawValue, message: "\(error)")
+        }
+        let messageID = "external-" + (push.nonce.isEmpty ? UUID().uuidString.lowercased() : push.nonce)
+        let before = Set(pendingSurveys().map(\.surveyID))
+        switch intake.received(messageID: messageID, push: push, nonceSeen: !push.nonce.isEmpty && state.seenNonces.contains(push.nonce),
+                               handled: handledUUIDs()) {
+        case .duplicate:
+            emit(.duplicateIgnored(messageID: messageID))
+            return []
+        case .inProgress:
+            return []
+        case .fetch(let surveys):
+            emit(.pushReceived(messageID: messageID, surveyIDs: push.surveyIDs))
+            record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
+            await attempt(messageID: messageID, surveys: surveys)
+        }
+        return pendingSurveys().filter { push.surveyIDs.contains($0.surveyID) && !before.contains($0.surveyID) }
+    }
+
+    /// The push token the host app's push service gave this device (`PushSource.external`): saved, and sent to the
+    /// server with `/set_fcm_token` now if registered (else right after registration; retried until it succeeds).
+    public func updatePushToken(_ token: String) async throws(SurveyClientError) {
+        guard !lifecycle.isClosed else { throw .closed }
+        guard !token.isEmpty else { throw SurveyClientError(code: "invalid_token", message: "a push token must not be empty") }
+        state.link.obtained(token)
+        try save()
+        do { try await announceTokenIfNeeded() } catch {
+            if !error.isCancellation { scheduleUploadRetry() }
+            throw error
+        }
+    }
+
+    /// Retries of pushes handed over by the app, while the client runs without a relay stream.
+    private func startIntakeRetries() {
+        guard intakeRetryTask == nil else { return }
+        intakeRetryTask = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let wait = await self?.runDueRetries() else { return }
+                try? await Task.sleep(for: wait)
+            }
+        }
+    }
+
     /// Runs the retries that are due; returns how long until the next one (at most a second).
     func runDueRetries() async -> Duration {
         for (messageID, surveys) in intake.takeDue(now: .now) {
@@ -551,8 +618,8 @@ public actor SurveyClient {
     }
 
     private func ack(_ id: String) async {
-        guard let token = state.relayToken,
-              let request = try? HTTPRequest.json("\(configuration.relayURL)/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [id]))
+        guard let token = state.relayToken, let relayURL = configuration.relayURL,
+              let request = try? HTTPRequest.json("\(relayURL)/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [id]))
         else { return }
         _ = try? await http.send(request)
     }

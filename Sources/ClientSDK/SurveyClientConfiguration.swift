@@ -9,8 +9,13 @@ public struct SurveyClientConfiguration: Sendable {
 
     /// Base URL of the study server (`http://127.0.0.1:PORT`).
     public var serverURL: String
-    /// Base URL of the push relay.
-    public var relayURL: String
+    /// Base URL of the trio's push relay; nil when pushes come from elsewhere or not at all (``pushSource``).
+    public var relayURL: String? {
+        get { pushSource.relayURL }
+        set { pushSource = newValue.map { .relay(url: Self.trimmed($0)) } ?? (pushSource == .external ? .external : .none) }
+    }
+    /// Where pushes come from: the relay (when ``relayURL`` is set), none, or the host app (``PushSource/external``).
+    public var pushSource: PushSource
     /// Directory where the client keeps its state, stored surveys and outboxes. Created if missing.
     public var storageDirectory: URL
     public var patientID: String
@@ -47,17 +52,17 @@ public struct SurveyClientConfiguration: Sendable {
     /// registration with a 500), so the default is short: the host's `VERSION_ID` (e.g. `12`), else its kernel release.
     public var osVersion: String
 
-    public init(serverURL: String, relayURL: String, storageDirectory: URL, patientID: String, temporaryPassword: String,
+    public init(serverURL: String, relayURL: String?, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
                 timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 500,
                 gzipTelemetry: Bool = true, relayKeepalive: Duration = .seconds(25), heartbeatInterval: Duration? = .seconds(300),
                 telemetry: TelemetryConfiguration = TelemetryConfiguration(), telemetryURL: String? = nil, featuresURL: String? = nil,
-                osVersion: String? = nil) {
+                osVersion: String? = nil, pushSource: PushSource? = nil) {
+        self.pushSource = pushSource ?? relayURL.map { .relay(url: Self.trimmed($0)) } ?? .none
         self.telemetryURL = telemetryURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.featuresURL = featuresURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.osVersion = String((osVersion ?? HostOS.versionID).prefix(HostOS.maxVersionLength))
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
-        self.relayURL = relayURL.hasSuffix("/") ? String(relayURL.dropLast()) : relayURL
         self.storageDirectory = storageDirectory
         self.patientID = patientID
         self.temporaryPassword = temporaryPassword
@@ -72,6 +77,10 @@ public struct SurveyClientConfiguration: Sendable {
         self.heartbeatInterval = heartbeatInterval
         self.telemetry = telemetry
     }
+}
+
+extension SurveyClientConfiguration {
+    static func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
 }
 
 /// What happens in a client, in order.
@@ -136,10 +145,12 @@ public struct SurveyClientStatus: Sendable, Codable, Equatable {
     public var uploadEnabled: Bool
     /// Received pushes' schedule uuids not yet confirmed to the server.
     public var receiptsWaiting: Int
+    /// `server` (the server pushes) or `device` (the device schedules from `timings`); nil before registration.
+    public var scheduling: String?
 
     enum CodingKeys: String, CodingKey {
         case registered, studyID = "study_id", pushToken = "push_token", pendingSurveys = "pending_surveys"
         case uploadsWaiting = "uploads_waiting", pingsWaiting = "pings_waiting", eventsWaiting = "events_waiting", quarantined
-        case pingsDropped = "pings_dropped", uploadEnabled = "upload_enabled", receiptsWaiting = "receipts_waiting"
+        case pingsDropped = "pings_dropped", uploadEnabled = "upload_enabled", receiptsWaiting = "receipts_waiting", scheduling
     }
 }

@@ -16,7 +16,8 @@ struct Device: AsyncParsableCommand {
 /// What `device register` keeps in the data directory (`device.json`) so later commands need only `--data-dir`.
 struct DeviceProfile: Codable {
     var server: String
-    var relay: String
+    /// nil: no relay (device scheduling and `/download_surveys` only).
+    var relay: String?
     var patientID: String
     var temporaryPassword: String
     var newPassword: String?
@@ -136,7 +137,8 @@ struct DeviceRegister: AsyncParsableCommand {
                                                     abstract: "Get a relay token, register with the study server, keep the device in --data-dir.")
     @Option(help: "Directory holding this device.") var dataDir: String
     @Option(help: "Study server URL.") var server: String
-    @Option(help: "Push relay URL.") var relay: String
+    @Option(help: "Push relay URL (optional: without it the device gets no pushes, schedules surveys itself and polls /download_surveys).")
+    var relay: String?
     @Option(help: "Participant id.") var patientId: String
     @Option(help: "Temporary password from the study.") var password: String
     @Option(help: "New password sent at registration (default: the temporary one).") var newPassword: String?
