@@ -638,9 +638,8 @@ public actor SurveyClient {
         let response = try await api.post("register_user", form)
         guard response.status == 200 else {
             let code = MobileAPI.errorCode(response) ?? (response.status == 401 || response.status == 403 ? "invalid_credentials" : "registration_failed")
-            let error = SurveyClientError(code: code, message: "register_user answered \(response.status): \(MobileAPI.excerpt(response))", status: response.status)
-            emit(.error(error))
-            throw error
+            // Thrown to the caller of `start()`, not also emitted: each error is reported once.
+            throw SurveyClientError(code: code, message: "register_user answered \(response.status): \(MobileAPI.excerpt(response))", status: response.status)
         }
         guard let body = try? response.decode(JSONValue.self), let key = body["client_public_key"]?.stringValue,
               let studyID = body["study_id"]?.stringValue else {
@@ -742,7 +741,9 @@ public actor SurveyClient {
 
     private func uploadRetryEnded() { uploadRetryTask = nil }
 
-    private func upload(_ pending: PendingUpload) async throws(SurveyClientError) {
+    /// Uploads one answer file. `background`: no caller will see a thrown error, so a final refusal is emitted (each
+    /// error is reported once: thrown to a caller, or emitted).
+    private func upload(_ pending: PendingUpload, background: Bool = false) async throws(SurveyClientError) {
         // One upload of a file at a time: `submit` and the retry loop never POST it together.
         guard outbox.begin(pending.fileName) else {
             throw SurveyClientError(code: "submission_pending", message: "\(pending.fileName) is being uploaded")
@@ -774,7 +775,7 @@ public actor SurveyClient {
             // Beiwe's 200 for a file it can never accept: the device deletes the file, the survey stays.
             files.remove(files.uploadURL(pending.fileName))
             let error = SurveyClientError(code: "upload_rejected", message: text, status: 200)
-            emit(.error(error))
+            if background { emit(.error(error)) }
             throw error
         }
         throw SurveyClientError(code: response.status == 401 || response.status == 403 ? "invalid_credentials" : "upload_failed",
@@ -788,7 +789,7 @@ public actor SurveyClient {
             // Each file is read again just before it goes: the list was taken before earlier uploads awaited, and
             // `submit` may have sent and removed it meanwhile (sending it again would report it submitted twice).
             guard !outbox.inFlight.contains(listed.fileName), let pending = files.read(PendingUpload.self, from: url) else { continue }
-            do { try await upload(pending) } catch { logger.info("upload retry failed", metadata: ["error": "\(error)"]) }
+            do { try await upload(pending, background: true) } catch { logger.info("upload retry failed", metadata: ["error": "\(error)"]) }
         }
         return files.list(PendingUpload.self, in: files.uploadsURL).isEmpty
     }
