@@ -187,6 +187,27 @@ extension Integration {
             #expect(afterClose?.kind == .closed)
         }
     }
+
+    /// `run()` owns the client: cancelling the task that runs it closes the client, and when it returns nothing of the
+    /// client runs (its directory can be used by another client at once).
+    @Test func runOwnsTheClientUntilItsTaskIsCancelled() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let storage = temporaryDirectory("run")
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, storage: storage))
+            let runner = Task { try await client.run() }
+            #expect(try await eventually(.seconds(5)) { await client.isRegistered })
+            let token = try #require(await client.pushToken)
+            #expect(try await eventually(.seconds(5)) { try await trio.control.device(token).connected })
+            runner.cancel()
+            try await runner.value
+            #expect(await client.isClosed)
+            // The stream is gone and the directory is free.
+            #expect(try await eventually(.seconds(5)) { try await !trio.control.device(token).connected })
+            let next = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, storage: storage))
+            await next.close()
+        }
+    }
 }
 }
 

@@ -41,6 +41,8 @@ public actor SurveyClient {
     private var resumeBlocked = false
     /// idle → running → closed.
     private var lifecycle = ClientLifecycle()
+    /// Callers of `run()` waiting for the client to close.
+    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
     /// A `start()` under way: a second caller waits for it rather than minting a second token.
     private var startTask: Task<Void, any Error>?
     /// Pushes of the live stream whose surveys are being fetched, or wait for a retry.
@@ -255,10 +257,45 @@ public actor SurveyClient {
         continuation.finish()
         if ownsHTTP { http.shutdown() }
         files.releaseLock()
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.resume() }
     }
 
     /// True once ``close()`` ran.
     public var isClosed: Bool { lifecycle.isClosed }
+
+    /// Starts the client and runs it until the calling task is cancelled or ``close()`` is called, then closes it: the
+    /// structured way to own a client, as a child of a task group or a ServiceLifecycle service. When this returns,
+    /// none of the client's work runs any more.
+    ///
+    /// ```swift
+    /// try await withThrowingTaskGroup(of: Void.self) { group in
+    ///     group.addTask { try await client.run() }
+    ///     ...                      // use the client
+    ///     group.cancelAll()        // run() closes it and returns
+    /// }
+    /// ```
+    public func run() async throws(SurveyClientError) {
+        do {
+            try await start()
+        } catch {
+            await close()
+            throw error
+        }
+        await withTaskCancellationHandler {
+            await untilClosed()
+        } onCancel: {
+            Task { await self.close() }
+        }
+        await close()
+    }
+
+    /// Returns once the client is closed.
+    private func untilClosed() async {
+        guard !lifecycle.isClosed else { return }
+        await withCheckedContinuation { continuation in closeWaiters.append(continuation) }
+    }
 
     // MARK: Queries
 
