@@ -49,7 +49,7 @@ extension Integration {
                 for _ in 0..<Self.bodiesPerRoute {
                     let body = BodyMutator.mutate(route.template, &random)
                     let response = try await trio.http.send(
-                        HTTPRequest(method: route.method, url: route.url, headers: [("Content-Type", "application/json")], body: body))
+                        TransportRequest(method: route.method, url: route.url, headers: [("Content-Type", "application/json")], body: body))
                     statuses[response.status, default: 0] += 1
                     #expect(response.status < 500, "\(route.method) \(route.url) answered \(response.status) to \(String(decoding: body, as: UTF8.self).prefix(300))")
                     if response.status >= 400 && !route.url.contains("/v1/") {

@@ -61,13 +61,13 @@ extension Integration {
             try await Trio.with(Trio.Options(serverArguments: ["--profile", profile])) { trio in
                 let setup = try await StudySetup.make(trio, scheduling: "device")
                 let who = setup.credentials
-                func register(os: String) async throws -> HTTPResponse {
+                func register(os: String) async throws -> TransportResponse {
                     try await mobilePost(trio, "/register_user", patientID: who.patientID, password: who.password, extra: [
                         ("new_password", who.password), ("phone_number", "1"), ("fcm_token", "t-1"), ("os_version", os)])
                 }
                 let tooLong = try await register(os: longOS)
                 let denied = try await mobilePost(trio, "/mobile-heartbeat", patientID: who.patientID, password: "wrong")
-                let features = try await trio.http.send(HTTPRequest(url: trio.server.url + "/features/app?client_id=c"))
+                let features = try await trio.http.send(TransportRequest(url: trio.server.url + "/features/app?client_id=c"))
                 if profile == "strict" {
                     #expect(tooLong.status == 400 && errorCode(tooLong) == "field_too_long")
                     #expect(denied.status == 403 && errorCode(denied) == "invalid_credentials")

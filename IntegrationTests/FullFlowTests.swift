@@ -77,7 +77,7 @@ extension Integration {
             let mma = events.filter { $0["category"]?.stringValue == "mma" }
             #expect(mma.compactMap { $0["name"]?.stringValue } == ["start", "track", "track"])
             #expect(mma.compactMap { $0["extra"]?["event"]?.stringValue } == ["E_First_Run", "E_Opened_App"])
-            let resend = HTTPRequest(method: "POST", url: "\(trio.server.url)/submit/survey-sdk/events/1/\(documentID)",
+            let resend = TransportRequest(method: "POST", url: "\(trio.server.url)/submit/survey-sdk/events/1/\(documentID)",
                                      headers: [("Content-Type", "application/json")], body: Array(try WireJSON.encode(ping.body)))
             #expect(try await trio.http.send(resend).status == 200)
             #expect(try await trio.admin.telemetry(clientID: clientID, ping: "events").count == 1)

@@ -30,7 +30,7 @@ extension Integration {
             #expect(negative.status == 400)
             let fine = try await trio.http.send(.json(url, body: ["advance_seconds": 60] as JSONValue))
             #expect(fine.status == 200)
-            #expect(try await trio.http.send(HTTPRequest(url: trio.relay.url + "/__control/health")).status == 200)
+            #expect(try await trio.http.send(TransportRequest(url: trio.relay.url + "/__control/health")).status == 200)
         }
     }
 
@@ -38,7 +38,7 @@ extension Integration {
     /// stored first, so every restart died again. Now they are refused at ingestion, and the report is bounded.
     @Test func pingSequenceNumbersAreRangeCheckedAndTheGapReportIsBounded() async throws {
         try await Trio.with { trio in
-            func ping(_ seq: Int, _ document: String) async throws -> HTTPResponse {
+            func ping(_ seq: Int, _ document: String) async throws -> TransportResponse {
                 try await trio.http.send(rawJSON(trio.server.url + "/submit/app/events/1/\(document)", pingText(seq: String(seq), client: "c1")))
             }
             let negative = try await ping(-1, "d1")
@@ -47,7 +47,7 @@ extension Integration {
             #expect(huge.status == 400 && errorCode(huge) == "out_of_range")
             #expect(try await ping(3, "d3").status == 200)
             #expect(try await ping(Int(Int32.max), "d4").status == 200)
-            let gaps = try await trio.http.send(HTTPRequest(url: trio.server.url + "/__admin/telemetry/gaps")).decode([AdminWire.SeqGaps].self)
+            let gaps = try await trio.http.send(TransportRequest(url: trio.server.url + "/__admin/telemetry/gaps")).decode([AdminWire.SeqGaps].self)
             let report = try #require(gaps.first)
             #expect(report.highest == Int(Int32.max) && report.stored == 2)
             #expect(report.missingCount == Int(Int32.max) - 1)
@@ -76,7 +76,7 @@ extension Integration {
             }
             // The server is still scheduling (a second later, the real-time ticker has run).
             try await Task.sleep(for: .milliseconds(1200))
-            #expect(try await trio.http.send(HTTPRequest(url: trio.server.url + "/__admin/health")).status == 200)
+            #expect(try await trio.http.send(TransportRequest(url: trio.server.url + "/__admin/health")).status == 200)
         }
     }
 
@@ -131,8 +131,8 @@ extension Integration {
         try await Trio.with(Trio.Options(database: database, serverArguments: ["--tick", "0.2"])) { trio in
             // Several ticks of the real-time scheduler over both studies.
             try await Task.sleep(for: .seconds(2))
-            #expect(try await trio.http.send(HTTPRequest(url: trio.server.url + "/__admin/health")).status == 200)
-            let gaps = try await trio.http.send(HTTPRequest(url: trio.server.url + "/__admin/telemetry/gaps")).decode([AdminWire.SeqGaps].self)
+            #expect(try await trio.http.send(TransportRequest(url: trio.server.url + "/__admin/health")).status == 200)
+            let gaps = try await trio.http.send(TransportRequest(url: trio.server.url + "/__admin/telemetry/gaps")).decode([AdminWire.SeqGaps].self)
             #expect(gaps.map(\.highest) == [2] && gaps.map(\.missing) == [[0, 1]])
             let moved = try await trio.http.send(.json(trio.server.url + "/__admin/studies/\(delayStudy)/clock",
                                                        body: ["advance_seconds": 60] as JSONValue))
@@ -216,7 +216,7 @@ extension Integration {
                 var failures = 0
                 while !flood.finished {
                     let started = ContinuousClock.now
-                    var probe = HTTPRequest(url: url + (url == trio.server.url ? "/__admin/health" : "/__control/health"))
+                    var probe = TransportRequest(url: url + (url == trio.server.url ? "/__admin/health" : "/__control/health"))
                     probe.timeout = .seconds(2)
                     if (try? await trio.http.send(probe))?.status == 200 { latencies.append(ContinuousClock.now - started) } else { failures += 1 }
                     try await Task.sleep(for: .milliseconds(100))
@@ -247,8 +247,8 @@ extension Integration {
             let flood = String(repeating: "&=", count: 200_000)
             let multipartBoundary = String(repeating: "x", count: 70)
             let multipartBody = Array(String(repeating: "\r\n--" + String(repeating: "x", count: 69) + "y", count: 8_000_000 / 74).utf8)
-            for (name, request) in [("form floods", HTTPRequest.form(trio.server.url + "/mobile-heartbeat", flood)),
-                                    ("8 MB multipart near-misses", HTTPRequest.multipart(trio.server.url + "/upload", boundary: multipartBoundary,
+            for (name, request) in [("form floods", TransportRequest.form(trio.server.url + "/mobile-heartbeat", flood)),
+                                    ("8 MB multipart near-misses", TransportRequest.multipart(trio.server.url + "/upload", boundary: multipartBoundary,
                                                                                           body: multipartBody))] {
                 let attackers = (0..<2).map { _ in
                     Task {
@@ -285,8 +285,8 @@ extension Integration {
     @Test func controlPlanesRefuseForeignHostsOriginsAndUntypedBodies() async throws {
         try await Trio.with { trio in
             for (url, path) in [(trio.server.url, "/__admin/health"), (trio.relay.url, "/__control/health"), (trio.relay.url, "/__control/stats")] {
-                func get(_ headers: [(String, String)]) async throws -> HTTPResponse {
-                    try await trio.http.send(HTTPRequest(url: url + path, headers: headers))
+                func get(_ headers: [(String, String)]) async throws -> TransportResponse {
+                    try await trio.http.send(TransportRequest(url: url + path, headers: headers))
                 }
                 let rebound = try await get([("Host", "attacker.example:80")])
                 #expect(rebound.status == 403 && errorCode(rebound) == "foreign_host", "\(url)\(path)")
@@ -295,10 +295,10 @@ extension Integration {
                 #expect(try await get([("Host", "localhost"), ("Origin", "http://localhost")]).status == 200)
             }
             // A cross-origin "simple" request: text/plain, no preflight.
-            let wipe = try await trio.http.send(HTTPRequest(method: "POST", url: trio.server.url + "/__admin/reset",
+            let wipe = try await trio.http.send(TransportRequest(method: "POST", url: trio.server.url + "/__admin/reset",
                                                             headers: [("Content-Type", "text/plain")], body: Array("{}".utf8)))
             #expect(wipe.status == 415 && errorCode(wipe) == "unsupported_media_type")
-            let faults = try await trio.http.send(HTTPRequest(method: "PUT", url: trio.relay.url + "/__control/faults",
+            let faults = try await trio.http.send(TransportRequest(method: "PUT", url: trio.relay.url + "/__control/faults",
                                                               headers: [("Content-Type", "text/plain")], body: Array("{}".utf8)))
             #expect(faults.status == 415)
         }
@@ -308,11 +308,11 @@ extension Integration {
             for (url, token) in [(trio.server.url + "/__admin/health", "s3cret"), (trio.server.url + "/metrics", "s3cret"),
                                  (trio.relay.url + "/__control/health", "r3lay"), (trio.relay.url + "/__control/stats", "r3lay"),
                                  (trio.relay.url + "/metrics", "r3lay")] {
-                let bare = try await trio.http.send(HTTPRequest(url: url))
+                let bare = try await trio.http.send(TransportRequest(url: url))
                 #expect(bare.status == 401 && errorCode(bare) == "token_required", "\(url)")
-                let wrong = try await trio.http.send(HTTPRequest(url: url, headers: [("Authorization", "Bearer nope")]))
+                let wrong = try await trio.http.send(TransportRequest(url: url, headers: [("Authorization", "Bearer nope")]))
                 #expect(wrong.status == 401, "\(url)")
-                #expect(try await trio.http.send(HTTPRequest(url: url, headers: [("Authorization", "Bearer \(token)")])).status == 200, "\(url)")
+                #expect(try await trio.http.send(TransportRequest(url: url, headers: [("Authorization", "Bearer \(token)")])).status == 200, "\(url)")
             }
         }
         // A relay bound beyond loopback without a token refuses to start.
@@ -336,7 +336,7 @@ extension Integration {
         try await Trio.with(options) { trio in
             let setup = try await StudySetup.make(trio)
             let other = try await trio.admin.createParticipants(study: setup.study.studyID)[0]
-            func timed(_ patientID: String, _ password: String) async throws -> (HTTPResponse, Duration) {
+            func timed(_ patientID: String, _ password: String) async throws -> (TransportResponse, Duration) {
                 let started = ContinuousClock.now
                 let response = try await mobilePost(trio, "/mobile-heartbeat", patientID: patientID, password: password)
                 return (response, ContinuousClock.now - started)
@@ -487,9 +487,9 @@ extension Integration {
     @Test func everyRefusalIsJSONAndGzipIsReadWhole() async throws {
         try await Trio.with { trio in
             for url in [trio.server.url, trio.relay.url] {
-                let unknown = try await trio.http.send(HTTPRequest(url: url + "/no/such/path"))
+                let unknown = try await trio.http.send(TransportRequest(url: url + "/no/such/path"))
                 #expect(unknown.status == 404 && errorCode(unknown) == "not_found", "\(url)")
-                let method = try await trio.http.send(HTTPRequest(method: "DELETE", url: url + (url == trio.server.url ? "/__admin/health" : "/__control/stats")))
+                let method = try await trio.http.send(TransportRequest(method: "DELETE", url: url + (url == trio.server.url ? "/__admin/health" : "/__control/stats")))
                 #expect(method.status == 405 && errorCode(method) == "method_not_allowed", "\(url)")
                 #expect(method.header("Allow") == "GET", "\(url)")
                 let longTarget = try RawSocket(url)
@@ -507,8 +507,8 @@ extension Integration {
             #expect(noFile.status == 400 && errorCode(noFile) == "missing_field" && noFile.header("Content-Type") == "application/json")
 
             let ping = pingText(seq: "0", client: "gz")
-            func submit(_ body: [UInt8], _ document: String) async throws -> HTTPResponse {
-                try await trio.http.send(HTTPRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/\(document)",
+            func submit(_ body: [UInt8], _ document: String) async throws -> TransportResponse {
+                try await trio.http.send(TransportRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/\(document)",
                                                      headers: [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], body: body))
             }
             let garbage = try await submit(Gzip.compress(Array(ping.utf8)) + Array("trailing garbage".utf8), "gz-1")
@@ -528,7 +528,7 @@ private func expectFastHealth(_ trio: Trio, _ url: String, for duration: Duratio
     var failures = 0
     let until = ContinuousClock.now + duration
     while ContinuousClock.now < until {
-        var probe = HTTPRequest(url: url)
+        var probe = TransportRequest(url: url)
         probe.timeout = .seconds(2)
         let started = ContinuousClock.now
         if (try? await trio.http.send(probe))?.status == 200 { latencies.append(ContinuousClock.now - started) } else { failures += 1 }
@@ -541,8 +541,8 @@ private func expectFastHealth(_ trio: Trio, _ url: String, for duration: Duratio
 }
 
 /// A JSON request from JSON text as written (numbers past 2^53 keep every digit).
-private func rawJSON(_ url: String, _ text: String, method: String = "POST") -> HTTPRequest {
-    HTTPRequest(method: method, url: url, headers: [("Content-Type", "application/json")], body: Array(text.utf8))
+private func rawJSON(_ url: String, _ text: String, method: String = "POST") -> TransportRequest {
+    TransportRequest(method: method, url: url, headers: [("Content-Type", "application/json")], body: Array(text.utf8))
 }
 
 /// A telemetry ping's JSON with the given `seq` text.

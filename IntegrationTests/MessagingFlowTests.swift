@@ -45,13 +45,13 @@ extension Integration {
             #expect(unknown.status == 400 && errorCode(unknown) == "unknown_key")
             let noBranches = try await trio.http.send(.json(url, method: "PUT", body: ["experiment": ["slug": "x", "branches": []]] as JSONValue))
             #expect(noBranches.status == 400)
-            let notJSON = try await trio.http.send(HTTPRequest(method: "PUT", url: url, headers: [("Content-Type", "application/json")],
+            let notJSON = try await trio.http.send(TransportRequest(method: "PUT", url: url, headers: [("Content-Type", "application/json")],
                                                                body: Array("{".utf8)))
             #expect(notJSON.status == 400)
             // A body that does not say it is JSON is refused before it is read (PROTOCOL.md §7).
-            let untyped = try await trio.http.send(HTTPRequest(method: "PUT", url: url, body: Array("{}".utf8)))
+            let untyped = try await trio.http.send(TransportRequest(method: "PUT", url: url, body: Array("{}".utf8)))
             #expect(untyped.status == 415 && errorCode(untyped) == "unsupported_media_type")
-            let noClient = try await trio.http.send(HTTPRequest(url: trio.server.url + "/features/survey-sdk"))
+            let noClient = try await trio.http.send(TransportRequest(url: trio.server.url + "/features/survey-sdk"))
             #expect(noClient.status == 400 && errorCode(noClient) == "missing_field")
             #expect(try await trio.admin.features(app: "survey-sdk", clientID: "client-1").enrollments.count == 1)
             let other = try await trio.admin.features(app: "other-app", clientID: "client-1")

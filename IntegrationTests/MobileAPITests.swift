@@ -97,7 +97,7 @@ extension Integration {
             #expect(try await trio.admin.stats(setup.study.studyID).registered == 1 + people.count - (people.count + 2) / 3)
             #expect(try await trio.admin.participant(setup.credentials.patientID).pushToken == "taken")
             // Batching shows in the server's counters: every write committed, in no more transactions than writes.
-            let metrics = try await trio.http.send(HTTPRequest(url: trio.server.url + "/metrics")).text
+            let metrics = try await trio.http.send(TransportRequest(url: trio.server.url + "/metrics")).text
             func counter(_ name: String) -> Int? {
                 metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Int($0.split(separator: " ")[1]) }
             }
@@ -156,16 +156,16 @@ extension Integration {
             // Empty token.
             #expect(try await mobilePost(trio, "/set_fcm_token", patientID: id, password: password, extra: [("fcm_token", "")]).status == 400)
             // Telemetry: not JSON, wrong shape, too large.
-            let notJSON = HTTPRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/doc-1", body: Array("{".utf8))
+            let notJSON = TransportRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/doc-1", body: Array("{".utf8))
             #expect(try await trio.http.send(notJSON).status == 400)
-            let wrongShape = try HTTPRequest.json(trio.server.url + "/submit/app/events/1/doc-2", body: ["ping_info": 1])
+            let wrongShape = try TransportRequest.json(trio.server.url + "/submit/app/events/1/doc-2", body: ["ping_info": 1])
             #expect(try await trio.http.send(wrongShape).status == 400)
-            var bomb = HTTPRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/doc-3",
+            var bomb = TransportRequest(method: "POST", url: trio.server.url + "/submit/app/events/1/doc-3",
                                    headers: [("Content-Encoding", "gzip")], body: Gzip.compress([UInt8](repeating: 32, count: 2 << 20)))
             bomb.timeout = .seconds(10)
             #expect(try await trio.http.send(bomb).status == 413)
             // Admin: malformed JSON, unknown fields, bad schedule, unknown study.
-            let malformed = HTTPRequest(method: "POST", url: trio.server.url + "/__admin/studies", headers: [("Content-Type", "application/json")], body: Array("{\"name\":".utf8))
+            let malformed = TransportRequest(method: "POST", url: trio.server.url + "/__admin/studies", headers: [("Content-Type", "application/json")], body: Array("{\"name\":".utf8))
             let r1 = try await trio.http.send(malformed)
             #expect(r1.status == 400)
             #expect(errorCode(r1) == "invalid_json")
@@ -176,7 +176,7 @@ extension Integration {
                 "schedules": [["type": "weekly", "day_of_week": 1, "hour": 25, "minute": 0]]])))
             #expect(badSchedule.status == 400)
             #expect((try? badSchedule.decode(ErrorBody.self))?.error.field == "hour")
-            let noStudy = try await trio.http.send(HTTPRequest(url: trio.server.url + "/__admin/studies/000000000000000000000000"))
+            let noStudy = try await trio.http.send(TransportRequest(url: trio.server.url + "/__admin/studies/000000000000000000000000"))
             #expect(noStudy.status == 404)
             let badClock = try await trio.http.send(.json(trio.server.url + "/__admin/studies/\(setup.study.studyID)/clock", body: ["advance_seconds": -5]))
             #expect(badClock.status == 400)

@@ -17,7 +17,7 @@ extension Integration {
         #expect(info.kdfIterations == 1000)
         // An open device stream must not hold the relay up.
         let token = try await trio.control.registerDevice(platform: "ios")
-        let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+        let stream = try await trio.http.eventStream(TransportRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
         #expect(stream.status == 200)
         let serverWait = await trio.server.stop()
         let relayWait = await trio.relay.stop()
@@ -32,7 +32,7 @@ extension Integration {
     @Test func metricsArePrometheusText() async throws {
         try await Trio.with { trio in
             _ = try await trio.admin.health()
-            let text = try await trio.http.send(HTTPRequest(url: trio.server.url + "/metrics")).text
+            let text = try await trio.http.send(TransportRequest(url: trio.server.url + "/metrics")).text
             #expect(text.contains("# TYPE http_requests_total counter"))
             #expect(text.contains(#"route="/__admin/health",status="200""#))
         }
@@ -69,15 +69,15 @@ extension Integration {
                                                 logFile: dir.appendingPathComponent("cli.log"))
         let server = try #require(up.ready.mockServer)
         let relay = try #require(up.ready.pushRelay)
-        let http = HTTPClient()
+        let http = TransportClient()
         defer { http.shutdown() }
-        #expect(try await http.send(HTTPRequest(url: server + "/__admin/health")).status == 200)
-        #expect(try await http.send(HTTPRequest(url: relay + "/__control/health")).status == 200)
+        #expect(try await http.send(TransportRequest(url: server + "/__admin/health")).status == 200)
+        #expect(try await http.send(TransportRequest(url: relay + "/__control/health")).status == 200)
         #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent("mock-server.sqlite").path))
         await up.stop()
         #expect(up.terminationStatus == 0)
-        await #expect(throws: TransportError.self) { try await http.send(HTTPRequest(url: server + "/__admin/health")) }
-        await #expect(throws: TransportError.self) { try await http.send(HTTPRequest(url: relay + "/__control/health")) }
+        await #expect(throws: TransportError.self) { try await http.send(TransportRequest(url: server + "/__admin/health")) }
+        await #expect(throws: TransportError.self) { try await http.send(TransportRequest(url: relay + "/__control/health")) }
     }
 }
 }

@@ -26,12 +26,12 @@ extension Integration {
 
         static func connect(_ trio: Trio) async throws -> RawDevice {
             let token = try await trio.control.registerDevice(platform: "android")
-            let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+            let stream = try await trio.http.eventStream(TransportRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
             #expect(stream.status == 200)
             return RawDevice(token: token, items: stream.items, trio: trio)
         }
 
-        func send(_ n: Int) async throws -> HTTPResponse {
+        func send(_ n: Int) async throws -> TransportResponse {
             let body = RelayWire.FCMSendRequest(message: .init(token: token, data: ["n": String(n)]))
             return try await trio.http.send(.json(trio.relay.url + "/v1/projects/p/messages:send", body: body))
         }
@@ -78,7 +78,7 @@ extension Integration {
             #expect(first.count > 5 && first.count < 35)
             #expect(first == again)
             #expect(first != other)
-            let metrics = try await trio.http.send(HTTPRequest(url: trio.relay.url + "/metrics")).text
+            let metrics = try await trio.http.send(TransportRequest(url: trio.relay.url + "/metrics")).text
             #expect(metrics.contains("relay_faults_total{kind=\"drop\"}"))
             #expect(metrics.contains("relay_messages_total{event=\"delivered\"}"))
         }
@@ -112,7 +112,7 @@ extension Integration {
         try await Trio.with { trio in
             let android = try await trio.control.registerDevice(platform: "android")
             let ios = try await trio.control.registerDevice(platform: "ios")
-            func fcm() async throws -> HTTPResponse {
+            func fcm() async throws -> TransportResponse {
                 try await trio.http.send(.json(trio.relay.url + "/v1/projects/p/messages:send",
                                                body: RelayWire.FCMSendRequest(message: .init(token: android, data: ["k": "v"]))))
             }
@@ -154,7 +154,7 @@ extension Integration {
     @Test func badFaultBodiesAreRejected() async throws {
         try await Trio.with { trio async throws in
             func put(_ json: String) async throws -> (Int, String?) {
-                let response = try await trio.http.send(HTTPRequest(method: "PUT", url: trio.relay.url + "/__control/faults",
+                let response = try await trio.http.send(TransportRequest(method: "PUT", url: trio.relay.url + "/__control/faults",
                                                                     headers: [("Content-Type", "application/json")], body: Array(json.utf8)))
                 return (response.status, errorCode(response))
             }
@@ -257,7 +257,7 @@ extension Integration {
             #expect(try await trio.control.sendAPNs(token: ios, payload: big, headers: [("apns-push-type", "alert")]).status == 413)
             #expect(try await trio.control.sendAPNs(token: ios, payload: big, headers: [("apns-push-type", "voip")]).status == 200)
             // Uninstalled: accepted (and dropped) for the lag, then 410 with the uninstall time.
-            let deleted = try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(ios)"))
+            let deleted = try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(ios)"))
             #expect(deleted.status == 204)
             #expect(try await trio.control.sendAPNs(token: ios, payload: ["aps": ["alert": "x"]]).status == 200)
             try await Task.sleep(for: .milliseconds(600))
@@ -276,7 +276,7 @@ extension Integration {
                 let body = RelayWire.FCMSendRequest(message: .init(token: token, data: ["n": String(n)]))
                 #expect(try await trio.http.send(.json(trio.relay.url + "/v1/projects/p/messages:send", body: body)).status == 200)
             }
-            let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+            let stream = try await trio.http.eventStream(TransportRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
             var received: [Int] = []
             var iterator = stream.items.makeAsyncIterator()
             func next() async throws -> (String, Int) {
@@ -299,7 +299,7 @@ extension Integration {
             #expect(try await trio.control.device(token).pending.count == 7)
             let trace = try await trio.control.trace(token: token)
             #expect(trace.filter { $0["event"]?.stringValue == "delivered" }.count == 3)
-            let ack = try HTTPRequest.json(trio.relay.url + "/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: ids))
+            let ack = try TransportRequest.json(trio.relay.url + "/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: ids))
             #expect(try await trio.http.send(ack).status == 204)
             for _ in 0..<3 { received.append(try await next().1) }
             #expect(received == [0, 1, 2, 3, 4, 5])
@@ -315,7 +315,7 @@ extension Integration {
                                            arguments: ["--port", "0", "--store", path, "--parent-pid", String(getpid())],
                                            logFile: directory.appendingPathComponent("relay.log"))
         }
-        let http = HTTPClient()
+        let http = TransportClient()
         defer { http.shutdown() }
         let first = try await launch()
         let control = RelayControlClient(baseURL: first.url, http: http)
@@ -325,7 +325,7 @@ extension Integration {
             let body = RelayWire.FCMSendRequest(message: .init(token: offline, data: ["n": String(n)]))
             #expect(try await http.send(.json(first.url + "/v1/projects/p/messages:send", body: body)).status == 200)
         }
-        let fresh = try await http.send(HTTPRequest(method: "POST", url: first.url + "/v1/devices/\(rotated)/rotate")).decode(RelayWire.TokenResponse.self).token
+        let fresh = try await http.send(TransportRequest(method: "POST", url: first.url + "/v1/devices/\(rotated)/rotate")).decode(RelayWire.TokenResponse.self).token
         kill(first.pid, SIGKILL)
         _ = await first.stop(grace: .seconds(1))
 
@@ -339,7 +339,7 @@ extension Integration {
                                             body: RelayWire.FCMSendRequest(message: .init(token: rotated, data: ["k": "v"]))))
         #expect(old.status == 404)
         // The device connects to the new process and gets its pushes, oldest first.
-        let stream = try await http.eventStream(HTTPRequest(url: second.url + "/v1/devices/\(offline)/stream"))
+        let stream = try await http.eventStream(TransportRequest(url: second.url + "/v1/devices/\(offline)/stream"))
         var got: [String] = []
         for try await item in stream.items {
             if case .event(let e) = item, e.event == "push", let m = try? WireJSON.decode(RelayWire.Message.self, from: e.data) {
@@ -362,7 +362,7 @@ extension Integration {
             let recorder = EventRecorder(client)
             try await client.start()
             let old = try #require(await client.pushToken)
-            #expect(try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(old)")).status == 204)
+            #expect(try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(old)")).status == 204)
             let (code, _) = try await recorder.wait { if case .error(let e) = $0 { e.code } else { nil } }
             #expect(code == "token_unregistered")
             #expect(try await eventually(.seconds(10)) {
@@ -376,7 +376,7 @@ extension Integration {
             let (survey, _) = try await recorder.survey()
             #expect(survey.surveyID == setup.surveyID)
             func heartbeats() async throws -> Int {
-                let metrics = try await trio.http.send(HTTPRequest(url: trio.server.url + "/metrics")).text
+                let metrics = try await trio.http.send(TransportRequest(url: trio.server.url + "/metrics")).text
                 return metrics.split(separator: "\n").filter { $0.contains("route=\"/mobile-heartbeat\"") && !$0.hasPrefix("#") }
                     .compactMap { Int($0.split(separator: " ").last ?? "") }.reduce(0, +)
             }

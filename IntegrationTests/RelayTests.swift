@@ -47,21 +47,21 @@ extension Integration {
         try await Trio.with { trio in
             let token = try await trio.control.registerDevice(platform: "android")
             let url = trio.relay.url + "/v1/devices/\(token)/stream"
-            let fcm = try HTTPRequest.json(trio.relay.url + "/v1/projects/p/messages:send",
+            let fcm = try TransportRequest.json(trio.relay.url + "/v1/projects/p/messages:send",
                                            body: RelayWire.FCMSendRequest(message: .init(token: token, data: ["k": "v"])))
-            let first = try await trio.http.eventStream(HTTPRequest(url: url))
+            let first = try await trio.http.eventStream(TransportRequest(url: url))
             #expect(try await trio.http.send(fcm).status == 200)
             var ids: [String] = []
             for try await item in first.items {
                 if case .event(let e) = item, e.event == "push" { ids.append(e.id ?? ""); break }
             }
             // Not acked: the next connection gets it again; after an ack, never again.
-            let second = try await trio.http.eventStream(HTTPRequest(url: url))
+            let second = try await trio.http.eventStream(TransportRequest(url: url))
             for try await item in second.items {
                 if case .event(let e) = item, e.event == "push" { ids.append(e.id ?? ""); break }
             }
             #expect(ids.count == 2 && ids[0] == ids[1])
-            let ack = try HTTPRequest.json(trio.relay.url + "/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [ids[0]]))
+            let ack = try TransportRequest.json(trio.relay.url + "/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [ids[0]]))
             #expect(try await trio.http.send(ack).status == 204)
             #expect(try await trio.control.device(token).pending.isEmpty)
             #expect(try await trio.control.device(token).acked == 1)
@@ -82,7 +82,7 @@ extension Integration {
             #expect(try await trio.control.device(token).pending.count == 100)
             #expect(try await send(101) == 200)
             #expect(try await trio.control.device(token).pending.isEmpty)
-            let stream = try await trio.http.eventStream(HTTPRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
+            let stream = try await trio.http.eventStream(TransportRequest(url: trio.relay.url + "/v1/devices/\(token)/stream"))
             for try await item in stream.items {
                 if case .event(let e) = item { #expect(e.event == "deleted_messages"); break }
             }
@@ -93,7 +93,7 @@ extension Integration {
         try await Trio.with { trio in
             let token = try await trio.control.registerDevice(platform: "ios")
             let alert: JSONValue = ["aps": ["alert": "hi"]]
-            func reason(_ r: HTTPResponse) -> String? { (try? r.decode(RelayWire.APNsError.self))?.reason }
+            func reason(_ r: TransportResponse) -> String? { (try? r.decode(RelayWire.APNsError.self))?.reason }
 
             let ok = try await trio.control.sendAPNs(token: token, payload: alert, headers: [("apns-id", "123e4567-e89b-12d3-a456-426614174000")])
             #expect(ok.status == 200)
@@ -108,7 +108,7 @@ extension Integration {
             let tooBig = try await trio.control.sendAPNs(token: token, payload: big)
             #expect(tooBig.status == 413)
             #expect(reason(tooBig) == "PayloadTooLarge")
-            let empty = try await trio.http.send(HTTPRequest(method: "POST", url: trio.relay.url + "/3/device/\(token)"))
+            let empty = try await trio.http.send(TransportRequest(method: "POST", url: trio.relay.url + "/3/device/\(token)"))
             #expect(reason(empty) == "PayloadEmpty")
 
             // Expiration 0 to an offline device: never stored.
@@ -117,7 +117,7 @@ extension Integration {
             #expect(try await trio.control.device(token).pending.count == 1)  // still the first, accepted push
 
             // Rotation: the old token answers 410 with a timestamp from then on.
-            let rotated = try await trio.http.send(HTTPRequest(method: "POST", url: trio.relay.url + "/v1/devices/\(token)/rotate"))
+            let rotated = try await trio.http.send(TransportRequest(method: "POST", url: trio.relay.url + "/v1/devices/\(token)/rotate"))
             let fresh = try rotated.decode(RelayWire.TokenResponse.self).token
             #expect(fresh != token)
             let gone = try await trio.control.sendAPNs(token: token, payload: alert)
@@ -125,7 +125,7 @@ extension Integration {
             #expect(reason(gone) == "Unregistered")
             #expect((try? gone.decode(RelayWire.APNsError.self))?.timestamp != nil)
             #expect(try await trio.control.sendAPNs(token: fresh, payload: alert).status == 200)
-            #expect(try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(fresh)")).status == 204)
+            #expect(try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(fresh)")).status == 204)
             #expect(try await trio.control.sendAPNs(token: fresh, payload: alert).status == 410)
         }
     }

@@ -91,7 +91,7 @@ extension Integration {
             let starting = Task { try await client.start() }
             let first = try await waitForToken(client)
             try await Task.sleep(for: .milliseconds(300))
-            let rotated = try await trio.http.send(HTTPRequest(method: "POST", url: trio.relay.url + "/v1/devices/\(first)/rotate"))
+            let rotated = try await trio.http.send(TransportRequest(method: "POST", url: trio.relay.url + "/v1/devices/\(first)/rotate"))
             #expect(rotated.status == 200)
             try await starting.value
             #expect(try await eventually(.seconds(10)) {

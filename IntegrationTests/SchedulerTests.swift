@@ -53,7 +53,7 @@ extension Integration {
             let token = try #require(await client.pushToken)
             await client.close()
             // The app was reinstalled: its old token is dead at the relay.
-            #expect(try await trio.http.send(HTTPRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(token)")).status == 204)
+            #expect(try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(token)")).status == 204)
 
             let study = setup.study.studyID
             let first = try await trio.admin.advanceClock(study: study, seconds: 120)

@@ -135,7 +135,7 @@ extension Integration {
     @Test func badFaultRulesAreRejected() async throws {
         try await Trio.with { trio async throws in
             func put(_ json: String) async throws -> (Int, String?) {
-                let response = try await trio.http.send(HTTPRequest(method: "PUT", url: trio.server.url + "/__admin/faults",
+                let response = try await trio.http.send(TransportRequest(method: "PUT", url: trio.server.url + "/__admin/faults",
                                                                     headers: [("Content-Type", "application/json")], body: Array(json.utf8)))
                 return (response.status, errorCode(response))
             }

@@ -63,7 +63,7 @@ struct StudySetup {
 
 /// A mobile-API form post as a real app would send it (credentials hashed as Beiwe does).
 func mobilePost(_ trio: Trio, _ path: String, patientID: String?, password: String?, deviceID: String? = "device-1",
-                extra: [(String, String)] = []) async throws -> HTTPResponse {
+                extra: [(String, String)] = []) async throws -> TransportResponse {
     var form = FormBody()
     if let patientID { form["patient_id"] = patientID }
     if let password { form["password"] = BeiwePassword.deviceHash(password) }
@@ -72,7 +72,7 @@ func mobilePost(_ trio: Trio, _ path: String, patientID: String?, password: Stri
     return try await trio.http.send(.form(trio.server.url + path, form.encoded()))
 }
 
-func errorCode(_ response: HTTPResponse) -> String? {
+func errorCode(_ response: TransportResponse) -> String? {
     (try? response.decode(ErrorBody.self))?.error.code
 }
 

@@ -56,7 +56,7 @@ struct AdvanceBenchmark {
             say("registered \(participants) devices (relay token + /register_user) in \(registerSeconds) s: \(Int(Double(participants) / registerSeconds)) registrations/s")
 
             t0 = ContinuousClock.now
-            var request = try HTTPRequest.json(server + "/__admin/studies/\(study.studyID)/clock", body: AdminWire.ClockRequest(advanceSeconds: days * 86400))
+            var request = try TransportRequest.json(server + "/__admin/studies/\(study.studyID)/clock", body: AdminWire.ClockRequest(advanceSeconds: days * 86400))
             request.timeout = .seconds(600)
             let response = try await http.send(request)
             let advanceSeconds = seconds(since: t0)

@@ -26,9 +26,9 @@ extension SurveyClient {
             throw SurveyClientError(code: "features_unavailable", message: "no featuresURL is configured; the cached copy or the defaults serve")
         }
         let query = state.clientID.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? state.clientID
-        let response: HTTPResponse
+        let response: TransportResponse
         do {
-            response = try await http.send(HTTPRequest(url: "\(endpoint)/features/\(Self.sanitizedAppID(configuration.appID))?client_id=\(query)"))
+            response = try await http.send(TransportRequest(url: "\(endpoint)/features/\(Self.sanitizedAppID(configuration.appID))?client_id=\(query)"))
         } catch {
             throw SurveyClientError(code: "transport", message: "features: \(error)")
         }

@@ -189,7 +189,7 @@ extension SurveyClient {
             return
         }
         guard let telemetryURL = configuration.telemetryURL else { return }
-        var request = HTTPRequest(method: "POST", url: "\(telemetryURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
+        var request = TransportRequest(method: "POST", url: "\(telemetryURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
                                   headers: [("Content-Type", "application/json; charset=utf-8"),
                                             ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion) (Swift on Linux)"),
                                             ("Date", Self.httpDate(now()))], body: body)
@@ -205,7 +205,7 @@ extension SurveyClient {
             emit(.error(SurveyClientError(code: "telemetry_too_large", message: "ping \(pending.documentID) is \(body.count) bytes; the limit is \(configuration.telemetry.maxPingBodyBytes)")))
             return
         }
-        let response: HTTPResponse
+        let response: TransportResponse
         do { response = try await http.send(request) } catch {
             throw SurveyClientError.transport("telemetry", error)
         }

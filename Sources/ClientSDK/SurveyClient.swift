@@ -27,7 +27,7 @@ public actor SurveyClient {
     private let continuation: AsyncStream<SurveyClientEvent>.Continuation
 
     let configuration: SurveyClientConfiguration
-    let http: HTTPClient
+    let http: TransportClient
     private let ownsHTTP: Bool
     let api: MobileAPI
     let files: ClientStore
@@ -83,10 +83,10 @@ public actor SurveyClient {
     /// - Parameters:
     ///   - httpClient: a shared client (for many simulated devices in one process); one is made when nil.
     ///   - now: the device clock.
-    public init(configuration: SurveyClientConfiguration, httpClient: HTTPClient? = nil, logger: Logger = Logger(label: "survey-sdk"),
+    public init(configuration: SurveyClientConfiguration, httpClient: TransportClient? = nil, logger: Logger = Logger(label: "survey-sdk"),
                 now: @escaping @Sendable () -> Date = { Date() }) throws(SurveyClientError) {
         self.configuration = configuration
-        self.http = httpClient ?? HTTPClient()
+        self.http = httpClient ?? TransportClient()
         self.ownsHTTP = httpClient == nil
         self.api = MobileAPI(client: http, configuration: configuration)
         self.files = try ClientStore(root: configuration.storageDirectory, logger: logger)
@@ -374,13 +374,13 @@ public actor SurveyClient {
 
     private func obtainToken() async throws(SurveyClientError) {
         guard let relayURL = configuration.relayURL else { return }
-        let request: HTTPRequest
+        let request: TransportRequest
         do {
             request = try .json("\(relayURL)/v1/devices", body: RelayWire.DeviceRequest(platform: configuration.platform.rawValue, appID: configuration.appID))
         } catch {
             throw SurveyClientError(code: "transport", message: "cannot encode token request: \(error)")
         }
-        let response: HTTPResponse
+        let response: TransportResponse
         do { response = try await http.send(request) } catch {
             throw SurveyClientError.transport("relay", error)
         }
@@ -406,7 +406,7 @@ public actor SurveyClient {
             while !Task.isCancelled {
                 // A client dropped without `close()` ends its stream (no reconnecting for ever behind a later client's back).
                 guard self != nil else { return }
-                var request = HTTPRequest(url: url)
+                var request = TransportRequest(url: url)
                 if let id = await self?.resumeFromEventID() { request.headers.append(("Last-Event-ID", id)) }
                 do {
                     let stream = try await http.eventStream(request)
@@ -656,7 +656,7 @@ public actor SurveyClient {
 
     private func ack(_ id: String) async {
         guard let token = state.relayToken, let relayURL = configuration.relayURL,
-              let request = try? HTTPRequest.json("\(relayURL)/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [id]))
+              let request = try? TransportRequest.json("\(relayURL)/v1/devices/\(token)/ack", body: RelayWire.AckRequest(ids: [id]))
         else { return }
         _ = try? await http.send(request)
     }

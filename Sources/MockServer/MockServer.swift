@@ -13,13 +13,13 @@ public struct MockServer: Sendable {
     public static let version = TrioVersion.current
 
     let context: ServerContext
-    let httpClient: HTTPClient
+    let httpClient: TransportClient
 
     /// Opens (or creates) the store and prepares the server. Throws when the database cannot be opened.
     public init(configuration: MockServerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws {
         let metrics = ServerMetrics()
         let store = try Store(configuration.store, metrics: metrics)
-        let client = HTTPClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
+        let client = TransportClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
         let dispatcher = PushDispatcher(client: client, relayURL: configuration.relayURL, fcmProject: configuration.fcmProject, logger: logger)
         let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
         httpClient = client

@@ -9,7 +9,7 @@ import Synchronization
 final class CurlTransfer: @unchecked Sendable {
     enum Sink {
         /// Buffered: the whole response at the end.
-        case buffered(@Sendable (Result<HTTPResponse, TransportError>) -> Void)
+        case buffered(@Sendable (Result<TransportResponse, TransportError>) -> Void)
         /// Streaming: the head once known, then chunks, then the end.
         case streaming(head: @Sendable (Result<(Int, [(name: String, value: String)]), TransportError>) -> Void,
                        chunk: @Sendable ([UInt8]) -> Void,
@@ -17,7 +17,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     let id: UInt64
-    let request: HTTPRequest
+    let request: TransportRequest
     let sink: Sink
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
@@ -28,7 +28,7 @@ final class CurlTransfer: @unchecked Sendable {
     var newConnections = 0
     var finished = false
 
-    init(id: UInt64, request: HTTPRequest, sink: Sink) {
+    init(id: UInt64, request: TransportRequest, sink: Sink) {
         self.id = id
         self.request = request
         self.sink = sink
@@ -146,7 +146,7 @@ final class CurlTransfer: @unchecked Sendable {
         finished = true
         switch sink {
         case .buffered(let done):
-            if let error { done(.failure(error)) } else { done(.success(HTTPResponse(status: status, headers: headers, body: body, connectionReused: newConnections == 0))) }
+            if let error { done(.failure(error)) } else { done(.success(TransportResponse(status: status, headers: headers, body: body, connectionReused: newConnections == 0))) }
         case .streaming(let head, _, let end):
             if !headDelivered {
                 headDelivered = true

@@ -13,14 +13,14 @@ public struct APIFailure: Error, Sendable, CustomStringConvertible {
 /// Shared JSON request plumbing of the typed clients.
 struct JSONAPI: Sendable {
     let baseURL: String
-    let http: HTTPClient
+    let http: TransportClient
 
-    func call(_ method: String, _ path: String, body: (some Encodable)? = Optional<JSONValue>.none, expect: Set<Int> = [200, 201, 204]) async throws -> HTTPResponse {
-        let request: HTTPRequest
+    func call(_ method: String, _ path: String, body: (some Encodable)? = Optional<JSONValue>.none, expect: Set<Int> = [200, 201, 204]) async throws -> TransportResponse {
+        let request: TransportRequest
         if let body {
-            request = try HTTPRequest.json(baseURL + path, method: method, body: body)
+            request = try TransportRequest.json(baseURL + path, method: method, body: body)
         } else {
-            request = HTTPRequest(method: method, url: baseURL + path)
+            request = TransportRequest(method: method, url: baseURL + path)
         }
         let response = try await http.send(request)
         guard expect.contains(response.status) else {
@@ -43,7 +43,7 @@ struct JSONAPI: Sendable {
 public struct AdminClient: Sendable {
     let api: JSONAPI
 
-    public init(baseURL: String, http: HTTPClient) { api = JSONAPI(baseURL: baseURL, http: http) }
+    public init(baseURL: String, http: TransportClient) { api = JSONAPI(baseURL: baseURL, http: http) }
 
     public func health() async throws -> Bool { try await api.call("GET", "/__admin/health").status == 200 }
     public func info() async throws -> AdminWire.Info { try await api.get(AdminWire.Info.self, "/__admin/info") }
@@ -120,7 +120,7 @@ public struct AdminClient: Sendable {
 public struct RelayControlClient: Sendable {
     let api: JSONAPI
 
-    public init(baseURL: String, http: HTTPClient) { api = JSONAPI(baseURL: baseURL, http: http) }
+    public init(baseURL: String, http: TransportClient) { api = JSONAPI(baseURL: baseURL, http: http) }
 
     public func health() async throws -> Bool { try await api.call("GET", "/__control/health").status == 200 }
     public func device(_ token: String) async throws -> RelayWire.DeviceView { try await api.get(RelayWire.DeviceView.self, "/__control/devices/\(token)") }
@@ -144,14 +144,14 @@ public struct RelayControlClient: Sendable {
     }
 
     /// Sends an FCM-style push (`messages:send`) carrying `data`; returns the raw response (any status).
-    public func sendFCM(token: String, data: [String: String], project: String = "survey-trio") async throws -> HTTPResponse {
+    public func sendFCM(token: String, data: [String: String], project: String = "survey-trio") async throws -> TransportResponse {
         let body = RelayWire.FCMSendRequest(message: .init(token: token, data: data))
         return try await api.http.send(try .json(api.baseURL + "/v1/projects/\(project)/messages:send", body: body))
     }
 
     /// Sends an APNs-style push; returns the raw response (any status).
-    public func sendAPNs(token: String, payload: JSONValue, headers: [(String, String)] = []) async throws -> HTTPResponse {
-        var request = try HTTPRequest.json(api.baseURL + "/3/device/\(token)", body: payload)
+    public func sendAPNs(token: String, payload: JSONValue, headers: [(String, String)] = []) async throws -> TransportResponse {
+        var request = try TransportRequest.json(api.baseURL + "/3/device/\(token)", body: payload)
         request.headers += headers.map { (name: $0.0, value: $0.1) }
         return try await api.http.send(request)
     }

@@ -36,11 +36,11 @@ public final class Trio: Sendable {
     public let relay: ServerProcess
     public let server: ServerProcess
     /// Shared HTTP client for the admin and control clients.
-    public let http: HTTPClient
+    public let http: TransportClient
     public let admin: AdminClient
     public let control: RelayControlClient
 
-    private init(relay: ServerProcess, server: ServerProcess, http: HTTPClient) {
+    private init(relay: ServerProcess, server: ServerProcess, http: TransportClient) {
         self.relay = relay
         self.server = server
         self.http = http
@@ -67,7 +67,7 @@ public final class Trio: Sendable {
             await relay.stop()
             throw error
         }
-        return Trio(relay: relay, server: server, http: HTTPClient())
+        return Trio(relay: relay, server: server, http: TransportClient())
     }
 
     /// Stops both processes (SIGTERM, then SIGKILL after a grace period).

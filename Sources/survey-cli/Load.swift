@@ -26,7 +26,7 @@ struct LoadSetupCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(600)))
+        let http = TransportClient(configuration: .init(defaultTimeout: .seconds(600)))
         defer { http.shutdown() }
         let started = ContinuousClock.now
         let result = try await LoadSetup.run(server: server, participants: participants, scheduling: scheduling,
@@ -86,7 +86,7 @@ struct LoadRegisterCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
 
-        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
+        let http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
         defer { http.shutdown() }
         let credentials: LoadSetup.Result
         do {
@@ -163,7 +163,7 @@ struct LoadPushCommand: AsyncParsableCommand {
         } catch let error as LoadUsageError {
             throw ValidationError(error.description)
         }
-        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
+        let http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
         defer { http.shutdown() }
         var result: LoadReport
         do {

@@ -12,12 +12,12 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
     return try await condition()
 }
 
-@Suite struct HTTPClientTests {
+@Suite struct TransportClientTests {
     @Test func getPostPutAndStatuses() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
-        let hello = try await client.send(HTTPRequest(url: server.url + "/hello"))
+        let hello = try await client.send(TransportRequest(url: server.url + "/hello"))
         #expect(hello.status == 200)
         #expect(hello.text == "hello")
 
@@ -31,35 +31,35 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         #expect(json.header("x-method") == "PUT")
 
         let big = [UInt8](repeating: 7, count: 3 << 20)
-        let echoed = try await client.send(HTTPRequest(method: "POST", url: server.url + "/echo", body: big))
+        let echoed = try await client.send(TransportRequest(method: "POST", url: server.url + "/echo", body: big))
         #expect(echoed.body == big)
 
-        #expect(try await client.send(HTTPRequest(url: server.url + "/status/418")).status == 418)
-        #expect(try await client.send(HTTPRequest(url: server.url + "/nope")).status == 404)
+        #expect(try await client.send(TransportRequest(url: server.url + "/status/418")).status == 418)
+        #expect(try await client.send(TransportRequest(url: server.url + "/nope")).status == 404)
         await server.stop()
     }
 
     @Test func reusesConnections() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
-        let first = try await client.send(HTTPRequest(url: server.url + "/hello"))
+        let first = try await client.send(TransportRequest(url: server.url + "/hello"))
         #expect(!first.connectionReused)
         for _ in 0..<5 {
-            #expect(try await client.send(HTTPRequest(url: server.url + "/hello")).connectionReused)
+            #expect(try await client.send(TransportRequest(url: server.url + "/hello")).connectionReused)
         }
         await server.stop()
     }
 
     @Test func runsManyTransfersConcurrentlyOnOneThread() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
         let started = ContinuousClock.now
         let count = 200
         let ok = try await withThrowingTaskGroup(of: Bool.self) { group in
             for _ in 0..<count {
-                group.addTask { try await client.send(HTTPRequest(url: server.url + "/slow?ms=300")).text == "slept 300" }
+                group.addTask { try await client.send(TransportRequest(url: server.url + "/slow?ms=300")).text == "slept 300" }
             }
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
@@ -72,9 +72,9 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
 
     @Test func timeoutAbortsTheTransfer() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
-        var request = HTTPRequest(url: server.url + "/slow?ms=30000")
+        var request = TransportRequest(url: server.url + "/slow?ms=30000")
         request.timeout = .milliseconds(200)
         await #expect(throws: TransportError(code: "timeout", message: "Timeout was reached")) {
             try await client.send(request)
@@ -85,10 +85,10 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
 
     @Test func cancellingTheTaskAbortsTheTransfer() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
         let started = ContinuousClock.now
-        let task = Task { try await client.send(HTTPRequest(url: server.url + "/slow?ms=30000")) }
+        let task = Task { try await client.send(TransportRequest(url: server.url + "/slow?ms=30000")) }
         try await Task.sleep(for: .milliseconds(200))
         task.cancel()
         let result = await task.result
@@ -101,26 +101,26 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         }
         #expect(error.code == "cancelled")
         // The client still works afterwards.
-        #expect(try await client.send(HTTPRequest(url: server.url + "/hello")).status == 200)
+        #expect(try await client.send(TransportRequest(url: server.url + "/hello")).status == 200)
         await server.stop()
     }
 
     @Test func connectionRefusedIsATransportError() async throws {
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
         await #expect(throws: TransportError.self) {
-            try await client.send(HTTPRequest(url: "http://127.0.0.1:1/"))
+            try await client.send(TransportRequest(url: "http://127.0.0.1:1/"))
         }
         await #expect(throws: TransportError.self) {
-            try await client.send(HTTPRequest(url: "not a url"))
+            try await client.send(TransportRequest(url: "not a url"))
         }
     }
 
     @Test func shutdownFailsLaterRequests() async throws {
-        let client = HTTPClient()
+        let client = TransportClient()
         client.shutdown()
         await #expect(throws: TransportError.self) {
-            try await client.send(HTTPRequest(url: "http://127.0.0.1:1/"))
+            try await client.send(TransportRequest(url: "http://127.0.0.1:1/"))
         }
     }
 
@@ -151,9 +151,9 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
 
     @Test func streamsEventsFromAServer() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
-        let stream = try await client.eventStream(HTTPRequest(url: server.url + "/events"))
+        let stream = try await client.eventStream(TransportRequest(url: server.url + "/events"))
         #expect(stream.status == 200)
         var received: [EventStreamItem] = []
         for try await item in stream.items { received.append(item) }
@@ -164,9 +164,9 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
 
     @Test func stoppingIterationAbortsAnEndlessStream() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
-        let stream = try await client.eventStream(HTTPRequest(url: server.url + "/forever"))
+        let stream = try await client.eventStream(TransportRequest(url: server.url + "/forever"))
         var count = 0
         for try await _ in stream.items {
             count += 1
@@ -174,17 +174,17 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         }
         #expect(count == 3)
         // The driver is free for other work.
-        #expect(try await client.send(HTTPRequest(url: server.url + "/hello")).status == 200)
+        #expect(try await client.send(TransportRequest(url: server.url + "/hello")).status == 200)
         await server.stop()
     }
 
     /// A streaming response dropped without reading its body aborts the transfer (as its documentation says).
     @Test func aStreamingResponseDroppedUnreadAbortsTheTransfer() async throws {
         let server = try await TestServer.start()
-        let client = HTTPClient()
+        let client = TransportClient()
         defer { client.shutdown() }
         do {
-            let response = try await client.stream(HTTPRequest(url: server.url + "/forever"))
+            let response = try await client.stream(TransportRequest(url: server.url + "/forever"))
             #expect(response.status == 200)
         }
         let deadline = ContinuousClock.now + .seconds(5)

@@ -4,7 +4,7 @@ import Transport
 
 /// Form requests to the study server's mobile API, with the credentials and device fields every request carries.
 struct MobileAPI: Sendable {
-    let client: HTTPClient
+    let client: TransportClient
     let configuration: SurveyClientConfiguration
 
     func path(_ endpoint: String) -> String {
@@ -27,7 +27,7 @@ struct MobileAPI: Sendable {
     }
 
     /// POSTs a form; network failures become `transport` errors.
-    func post(_ endpoint: String, _ form: FormBody) async throws(SurveyClientError) -> HTTPResponse {
+    func post(_ endpoint: String, _ form: FormBody) async throws(SurveyClientError) -> TransportResponse {
         do {
             return try await client.send(.form(path(endpoint), form.encoded()))
         } catch {
@@ -36,7 +36,7 @@ struct MobileAPI: Sendable {
     }
 
     /// POSTs an upload: multipart on iOS (as the iOS app does), urlencoded on Android.
-    func upload(_ form: FormBody) async throws(SurveyClientError) -> HTTPResponse {
+    func upload(_ form: FormBody) async throws(SurveyClientError) -> TransportResponse {
         do {
             if configuration.platform == .ios {
                 let boundary = "survey-sdk-" + UUID().uuidString
@@ -51,7 +51,7 @@ struct MobileAPI: Sendable {
 
     /// A short excerpt of a response body for an error message: an HTML page becomes its title, anything else its
     /// first 200 characters on one line (a failed call once wrote a whole 341 kB page into its error).
-    static func excerpt(_ response: HTTPResponse) -> String {
+    static func excerpt(_ response: TransportResponse) -> String {
         let text = response.text
         if let open = text.range(of: "<title>", options: .caseInsensitive),
            let close = text.range(of: "</title>", options: .caseInsensitive, range: open.upperBound..<text.endIndex) {
@@ -62,7 +62,7 @@ struct MobileAPI: Sendable {
     }
 
     /// The `{"error": {...}}` code of a response, if it has one.
-    static func errorCode(_ response: HTTPResponse) -> String? {
+    static func errorCode(_ response: TransportResponse) -> String? {
         (try? response.decode(ErrorBody.self))?.error.code
     }
 }

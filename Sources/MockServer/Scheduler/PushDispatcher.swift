@@ -13,7 +13,7 @@ struct PushDispatcher: Sendable {
         var reason: String?
     }
 
-    let client: HTTPClient
+    let client: TransportClient
     let relayURL: String?
     let fcmProject: String
     let logger: Logger
@@ -21,19 +21,19 @@ struct PushDispatcher: Sendable {
     func send(token: String, os: String?, push: SurveyPush, id: String) async -> Outcome {
         guard let relayURL else { return Outcome(status: "relay_error", relayStatus: nil, reason: "no relay URL configured") }
         let data = push.dataFields()
-        let request: HTTPRequest
+        let request: TransportRequest
         do {
             if os == "ios" {
                 var body: [String: JSONValue] = data.mapValues { .string($0) }
                 let text = push.surveyIDs.count > 1 ? "You have surveys to take." : "You have a survey to take."
                 body["aps"] = ["alert": ["title": "Beiwe", "body": .string(text)], "sound": "default"]
-                request = try HTTPRequest.json("\(relayURL)/3/device/\(token)", body: JSONValue.object(body))
+                request = try TransportRequest.json("\(relayURL)/3/device/\(token)", body: JSONValue.object(body))
                     .adding(header: "apns-id", id)
                     .adding(header: "apns-push-type", "alert")
                     .adding(header: "apns-priority", "10")
             } else {
                 let message = RelayWire.FCMSendRequest(message: .init(token: token, data: data, android: .init(priority: "high")))
-                request = try HTTPRequest.json("\(relayURL)/v1/projects/\(fcmProject)/messages:send", body: message)
+                request = try TransportRequest.json("\(relayURL)/v1/projects/\(fcmProject)/messages:send", body: message)
             }
         } catch {
             return Outcome(status: "relay_error", relayStatus: nil, reason: "could not encode the push: \(error)")
@@ -57,7 +57,7 @@ struct PushDispatcher: Sendable {
     }
 
     /// APNs `reason` or FCM `errorCode` from an error body.
-    static func reason(_ response: HTTPResponse) -> String? {
+    static func reason(_ response: TransportResponse) -> String? {
         guard let json = try? response.decode(JSONValue.self) else { return nil }
         if let reason = json["reason"]?.stringValue { return reason }
         if let details = json["error"]?["details"]?.arrayValue, let code = details.first?["errorCode"]?.stringValue { return code }

@@ -131,14 +131,14 @@ public enum PushLoad {
         var token: String
     }
 
-    public static func run(_ options: PushLoadOptions, http streams: HTTPClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+    public static func run(_ options: PushLoadOptions, http streams: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
         guard options.platform == "android" || options.platform == "ios" else {
             throw LoadUsageError(flag: "--platform", message: "must be android or ios")
         }
         // Sends and acks on their own client with a bounded connection pool (extra requests queue in libcurl), so a
         // slow relay cannot make the tool open a connection per request in flight and run either side out of files.
         // `streams` carries only the long-lived device streams.
-        let http = HTTPClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
+        let http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
         defer { http.shutdown() }
         // Tokens.
         progress("creating \(options.devices) \(options.platform) devices on \(options.relay)")
@@ -226,7 +226,7 @@ public enum PushLoad {
     }
 
     /// `POST /v1/devices` for every device, a bounded number at a time.
-    static func createDevices(_ options: PushLoadOptions, http: HTTPClient) async throws -> [String] {
+    static func createDevices(_ options: PushLoadOptions, http: TransportClient) async throws -> [String] {
         let body = RelayWire.DeviceRequest(platform: options.platform, appID: "org.beiwe.load")
         return try await withThrowingTaskGroup(of: [String].self) { group in
             let workers = max(1, min(options.connectConcurrency, options.devices))
@@ -264,7 +264,7 @@ public enum PushLoad {
     }
 
     /// One device's stream: records each push's load id, acks it, and reconnects if the stream ends.
-    static func listen(token: String, localAddress: String?, options: PushLoadOptions, streams: HTTPClient, http: HTTPClient,
+    static func listen(token: String, localAddress: String?, options: PushLoadOptions, streams: TransportClient, http: TransportClient,
                        links: PushLinks) async {
         var counted = false
         defer { if counted { links.connected.withLock { $0 -= 1 } } }
@@ -275,7 +275,7 @@ public enum PushLoad {
             }
             first = false
             do {
-                var request = HTTPRequest(url: options.relay + "/v1/devices/\(token)/stream")
+                var request = TransportRequest(url: options.relay + "/v1/devices/\(token)/stream")
                 request.localAddress = localAddress
                 let stream = try await streams.eventStream(request)
                 guard stream.status == 200 else {
@@ -321,16 +321,16 @@ public enum PushLoad {
         return (message.id, loadID(message.payload))
     }
 
-    static func ackRequest(_ url: String, id: String) -> HTTPRequest {
+    static func ackRequest(_ url: String, id: String) -> TransportRequest {
         jsonRequest(url, ["ids": [.string(id)]])
     }
 
-    static func jsonRequest(_ url: String, _ body: JSONValue) -> HTTPRequest {
-        HTTPRequest(method: "POST", url: url, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.compactText.utf8))
+    static func jsonRequest(_ url: String, _ body: JSONValue) -> TransportRequest {
+        TransportRequest(method: "POST", url: url, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.compactText.utf8))
     }
 
     /// The provider request for one push: FCM `messages:send` with the load id in `data`, or an APNs background push.
-    static func sendRequest(id: String, token: String, options: PushLoadOptions) -> HTTPRequest {
+    static func sendRequest(id: String, token: String, options: PushLoadOptions) -> TransportRequest {
         if options.platform == "android" {
             return jsonRequest(options.relay + "/v1/projects/\(options.fcmProject)/messages:send",
                                ["message": ["token": .string(token), "data": ["load_id": .string(id)]]])
@@ -342,7 +342,7 @@ public enum PushLoad {
     }
 
     /// Sends one push through the provider API and records the outcome.
-    static func send(id: String, token: String, options: PushLoadOptions, http: HTTPClient, ledger: PushLedger) async {
+    static func send(id: String, token: String, options: PushLoadOptions, http: TransportClient, ledger: PushLedger) async {
         do {
             let request = sendRequest(id: id, token: token, options: options)
             let response = try await http.send(request)

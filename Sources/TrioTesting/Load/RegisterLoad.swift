@@ -91,12 +91,12 @@ final class LoadRecorder: Sendable {
 /// One run's shared pieces, handed to every iteration task.
 final class LoadRun: Sendable {
     let options: RegisterLoadOptions
-    let http: HTTPClient
+    let http: TransportClient
     let recorder: LoadRecorder
     let measuredFrom: ContinuousClock.Instant
     private let counter = Mutex(0)
 
-    init(options: RegisterLoadOptions, http: HTTPClient, recorder: LoadRecorder, measuredFrom: ContinuousClock.Instant) {
+    init(options: RegisterLoadOptions, http: TransportClient, recorder: LoadRecorder, measuredFrom: ContinuousClock.Instant) {
         self.options = options
         self.http = http
         self.recorder = recorder
@@ -123,19 +123,19 @@ public enum RegisterLoad {
 
     /// One virtual device's iteration: relay token (optional), `/register_user`, optional `/download_surveys`.
     /// Returns nil on success or an error key (`register_user:403:invalid_credentials`, `transport:connect_failed`).
-    static func iteration(_ options: RegisterLoadOptions, http: HTTPClient, who: AdminWire.Credentials, index: Int) async -> String? {
+    static func iteration(_ options: RegisterLoadOptions, http: TransportClient, who: AdminWire.Credentials, index: Int) async -> String? {
         await registerDevice(options, http: http, who: who, index: index, timeZone: options.timeZone)
     }
 
     /// What one device does to join a study, as a real app would: a relay token when `options.relay` is set,
     /// `/register_user` (new password = the temporary one, so the same credentials can register again), and
     /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key.
-    public static func registerDevice(_ options: RegisterLoadOptions, http: HTTPClient, who: AdminWire.Credentials, index: Int,
+    public static func registerDevice(_ options: RegisterLoadOptions, http: TransportClient, who: AdminWire.Credentials, index: Int,
                                       timeZone: String) async -> String? {
         let suffix = options.ios ? "/ios" : ""
         do {
             if options.healthOnly {
-                let response = try await http.send(HTTPRequest(url: options.server + "/__admin/health"))
+                let response = try await http.send(TransportRequest(url: options.server + "/__admin/health"))
                 return response.status == 200 ? nil : "health:\(response.status)"
             }
             var token = "load-\(who.patientID)"
@@ -175,7 +175,7 @@ public enum RegisterLoad {
     }
 
     /// Runs the load and returns the report (thresholds are evaluated by the caller).
-    public static func run(_ options: RegisterLoadOptions, http: HTTPClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+    public static func run(_ options: RegisterLoadOptions, http: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
         guard !options.participants.isEmpty else { throw LoadUsageError(flag: "--participants-file", message: "no participants to register") }
         let recorder = LoadRecorder()
         let start = ContinuousClock.now
@@ -240,7 +240,7 @@ public enum RegisterLoad {
         var correctness: String?
         if let studyID = options.studyID, !options.healthOnly {
             do {
-                let stats = try await http.send(HTTPRequest(url: options.server + "/__admin/studies/\(studyID)/stats")).decode(AdminWire.StudyStats.self)
+                let stats = try await http.send(TransportRequest(url: options.server + "/__admin/studies/\(studyID)/stats")).decode(AdminWire.StudyStats.self)
                 let expected = s.successIDs.count
                 correct = stats.registered >= expected && (options.warmup > .zero || stats.registered == expected)
                 correctness = "server reports \(stats.registered) registered participants; the tool saw \(expected) distinct successes"
@@ -279,7 +279,7 @@ public enum LoadSetup {
         }
     }
 
-    public static func run(server: String, participants: Int, scheduling: String, perParticipantKeys: Bool, http: HTTPClient) async throws -> Result {
+    public static func run(server: String, participants: Int, scheduling: String, perParticipantKeys: Bool, http: TransportClient) async throws -> Result {
         let admin = AdminClient(baseURL: server, http: http)
         let study = try await admin.createStudy(.init(name: "load \(WireTime.format(Date()))", scheduling: scheduling,
                                                       perParticipantKeys: perParticipantKeys))

@@ -1,7 +1,7 @@
 import Foundation
 
-/// An HTTP request for ``HTTPClient``.
-public struct HTTPRequest: Sendable {
+/// An HTTP request for ``TransportClient``.
+public struct TransportRequest: Sendable {
     /// `GET`, `POST`, `PUT`, `DELETE`, ...
     public var method: String
     /// Absolute URL (`http://127.0.0.1:8080/path?query`).
@@ -26,26 +26,26 @@ public struct HTTPRequest: Sendable {
     }
 
     /// A `POST` with an `application/x-www-form-urlencoded` body.
-    public static func form(_ url: String, _ encodedForm: String, method: String = "POST") -> HTTPRequest {
-        HTTPRequest(method: method, url: url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+    public static func form(_ url: String, _ encodedForm: String, method: String = "POST") -> TransportRequest {
+        TransportRequest(method: method, url: url, headers: [("Content-Type", "application/x-www-form-urlencoded")],
                     body: Array(encodedForm.utf8))
     }
 
     /// A request with a JSON body.
-    public static func json(_ url: String, method: String = "POST", body: some Encodable) throws -> HTTPRequest {
+    public static func json(_ url: String, method: String = "POST", body: some Encodable) throws -> TransportRequest {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return HTTPRequest(method: method, url: url, headers: [("Content-Type", "application/json")],
+        return TransportRequest(method: method, url: url, headers: [("Content-Type", "application/json")],
                            body: [UInt8](try encoder.encode(body)))
     }
 
     /// A `multipart/form-data` request from an already-encoded body and its boundary.
-    public static func multipart(_ url: String, boundary: String, body: [UInt8]) -> HTTPRequest {
-        HTTPRequest(method: "POST", url: url, headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body)
+    public static func multipart(_ url: String, boundary: String, body: [UInt8]) -> TransportRequest {
+        TransportRequest(method: "POST", url: url, headers: [("Content-Type", "multipart/form-data; boundary=\(boundary)")], body: body)
     }
 
     /// Adds a header field.
-    public func adding(header name: String, _ value: String) -> HTTPRequest {
+    public func adding(header name: String, _ value: String) -> TransportRequest {
         var copy = self
         copy.headers.append((name, value))
         return copy
@@ -53,7 +53,7 @@ public struct HTTPRequest: Sendable {
 }
 
 /// A complete HTTP response.
-public struct HTTPResponse: Sendable {
+public struct TransportResponse: Sendable {
     public var status: Int
     /// Header fields of the final response, in order, names as sent.
     public var headers: [(name: String, value: String)]

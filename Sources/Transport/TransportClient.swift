@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// One driver thread runs every transfer of the client; connections to the same host are reused.
 /// Cancelling the calling task aborts the transfer. Call ``shutdown()`` when done (it is also done on deinit).
-public final class HTTPClient: Sendable {
+public final class TransportClient: Sendable {
     /// Client-wide settings.
     public struct Configuration: Sendable {
         /// Total time allowed for a request that sets no timeout; nil for none.
@@ -45,11 +45,11 @@ public final class HTTPClient: Sendable {
 
     /// Sends a request and returns the whole response. Any HTTP status is a response, not an error.
     /// - Throws: ``TransportError`` when no response arrived (connection refused, timeout, cancellation).
-    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+    public func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         let id = driver.makeID()
         let driver = self.driver
-        let result: Result<HTTPResponse, TransportError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Result<HTTPResponse, TransportError>, Never>) in
+        let result: Result<TransportResponse, TransportError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<TransportResponse, TransportError>, Never>) in
                 let transfer = CurlTransfer(id: id, request: request, sink: .buffered({ continuation.resume(returning: $0) }))
                 driver.submit(transfer)
             }
@@ -74,7 +74,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// Starts a request and returns once the response head has arrived; the body streams after.
-    public func stream(_ request: HTTPRequest) async throws(TransportError) -> StreamingResponse {
+    public func stream(_ request: TransportRequest) async throws(TransportError) -> StreamingResponse {
         let id = driver.makeID()
         let driver = self.driver
         let (body, bodyContinuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
@@ -110,7 +110,7 @@ public final class HTTPClient: Sendable {
 
     /// Opens a `text/event-stream` and parses it. The request gets `Accept: text/event-stream` and no timeout
     /// unless it sets one.
-    public func eventStream(_ request: HTTPRequest) async throws(TransportError) -> EventStream {
+    public func eventStream(_ request: TransportRequest) async throws(TransportError) -> EventStream {
         var request = request
         if !request.headers.contains(where: { $0.name.lowercased() == "accept" }) {
             request.headers.append(("Accept", "text/event-stream"))
