@@ -45,7 +45,7 @@ struct RelayChildChannel: ServerChildChannel {
             // Behind the decoder, before the pipelining handler: it sees every request a client pipelines, so it can
             // disconnect one that sends more than `maxPipelined` without reading the answers.
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(HTTP1PartsHygieneHandler(hygiene), position: .after(decoder))
+            try pipeline.addHandler(RequestPartsHygieneHandler(nio: hygiene), position: .after(decoder))
             try pipeline.addHandler(RelayHTTPHandler(responder: responder, hub: hub, bodyCap: bodyCap, serverName: serverName, logger: logger,
                                                      controlToken: controlToken, bound: bound, hygiene: hygiene))
             return Value(channel: channel)

@@ -144,6 +144,18 @@ public final class ConnectionHygiene {
         context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: text))).whenComplete { _ in context.close(promise: nil) }
     }
 
+    /// A request's head (`head`) or end was read.
+    func requestPart(head: Bool) {
+        if head { requestHead() } else { requestEnd() }
+    }
+
+    /// Answers an HTTP parse error (true); any other error is not this type's (false: pass it on).
+    func answered(_ error: any Error) -> Bool {
+        guard error is HTTPParserError else { return false }
+        parseFailed(error)
+        return true
+    }
+
     /// A request NIO's parser refused: 414 for a target over the limit, 431 for headers, else 400; JSON each time.
     func parseFailed(_ error: any Error) {
         if let error = error as? HTTPParserError, error == .headerOverflow, !requestLineEnded {
@@ -187,71 +199,62 @@ public final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChanne
     }
 }
 
-/// Behind NIO's HTTP/1 decoder (swift-nio's parts): counts requests in flight and turns parse errors into JSON
-/// refusals. The relay's pipeline.
-public final class HTTP1PartsHygieneHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    public typealias InboundIn = HTTPServerRequestPart
-    public typealias InboundOut = HTTPServerRequestPart
-    public typealias OutboundIn = HTTPServerResponsePart
-    public typealias OutboundOut = HTTPServerResponsePart
+/// Behind the HTTP decoder: counts requests in flight and turns parse errors into JSON refusals. Generic over the part
+/// types, since the relay's pipeline carries swift-nio's HTTP/1 parts and the mock server's (Hummingbird) HTTP types'.
+public final class RequestPartsHygieneHandler<RequestPart, ResponsePart>: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = RequestPart
+    public typealias InboundOut = RequestPart
+    public typealias OutboundIn = ResponsePart
+    public typealias OutboundOut = ResponsePart
 
     let hygiene: ConnectionHygiene
+    /// true for a request's head, false for its end, nil for body parts.
+    let classify: (RequestPart) -> Bool?
+    let isResponseEnd: (ResponsePart) -> Bool
 
-    public init(_ hygiene: ConnectionHygiene) { self.hygiene = hygiene }
+    init(_ hygiene: ConnectionHygiene, classify: @escaping (RequestPart) -> Bool?, isResponseEnd: @escaping (ResponsePart) -> Bool) {
+        self.hygiene = hygiene
+        self.classify = classify
+        self.isResponseEnd = isResponseEnd
+    }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head: hygiene.requestHead()
-        case .end: hygiene.requestEnd()
-        case .body: break
-        }
+        if let head = classify(unwrapInboundIn(data)) { hygiene.requestPart(head: head) }
         context.fireChannelRead(data)
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { hygiene.responseEnd() }
+        if isResponseEnd(unwrapOutboundIn(data)) { hygiene.responseEnd() }
         context.write(data, promise: promise)
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is HTTPParserError {
-            hygiene.parseFailed(error)
-            return
-        }
-        context.fireErrorCaught(error)
+        if !hygiene.answered(error) { context.fireErrorCaught(error) }
     }
 }
 
-/// Behind Hummingbird's HTTP/1 codec (HTTP types' parts): the same for the mock server's pipeline.
-public final class HTTPTypesHygieneHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    public typealias InboundIn = HTTPRequestPart
-    public typealias InboundOut = HTTPRequestPart
-    public typealias OutboundIn = HTTPResponsePart
-    public typealias OutboundOut = HTTPResponsePart
-
-    let hygiene: ConnectionHygiene
-
-    public init(_ hygiene: ConnectionHygiene) { self.hygiene = hygiene }
-
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head: hygiene.requestHead()
-        case .end: hygiene.requestEnd()
-        case .body: break
-        }
-        context.fireChannelRead(data)
+extension RequestPartsHygieneHandler where RequestPart == HTTPServerRequestPart, ResponsePart == HTTPServerResponsePart {
+    /// For swift-nio's HTTP/1 parts (the relay).
+    public convenience init(nio hygiene: ConnectionHygiene) {
+        self.init(hygiene, classify: { part in
+            switch part {
+            case .head: true
+            case .end: false
+            case .body: nil
+            }
+        }, isResponseEnd: { if case .end = $0 { true } else { false } })
     }
+}
 
-    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { hygiene.responseEnd() }
-        context.write(data, promise: promise)
-    }
-
-    public func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        if error is HTTPParserError {
-            hygiene.parseFailed(error)
-            return
-        }
-        context.fireErrorCaught(error)
+extension RequestPartsHygieneHandler where RequestPart == HTTPRequestPart, ResponsePart == HTTPResponsePart {
+    /// For HTTP types' parts (Hummingbird's pipeline, the mock server).
+    public convenience init(httpTypes hygiene: ConnectionHygiene) {
+        self.init(hygiene, classify: { part in
+            switch part {
+            case .head: true
+            case .end: false
+            case .body: nil
+            }
+        }, isResponseEnd: { if case .end = $0 { true } else { false } })
     }
 }

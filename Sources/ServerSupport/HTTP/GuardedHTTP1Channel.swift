@@ -20,7 +20,7 @@ struct GuardedHTTP1Channel: ServerChildChannel {
             inner.setup(channel: channel, logger: logger)
         }.flatMapThrowing { value in
             let codec = try channel.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self)
-            try channel.pipeline.syncOperations.addHandler(HTTPTypesHygieneHandler(hygiene), position: .after(codec))
+            try channel.pipeline.syncOperations.addHandler(RequestPartsHygieneHandler(httpTypes: hygiene), position: .after(codec))
             return value
         }
     }
