@@ -110,10 +110,10 @@ final class SchedulerEngine: Sendable {
             try await store.write { db in
                 guard let participant = try ParticipantRecord.fetchOne(db, key: patientID) else { return }
                 let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
-            for survey in surveys where survey.record.schedulesQuarantined {
-                self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
-                    "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
-            }
+                for survey in surveys where survey.record.schedulesQuarantined {
+                    self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
+                        "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
+                }
                 var batch = PlanningBatch()
                 if participant.materializedThrough == nil {
                     try OccurrencePlanner.extend(db, participant: participant, surveys: surveys,
