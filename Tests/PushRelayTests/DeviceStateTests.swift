@@ -93,3 +93,24 @@ import SurveyWire
         #expect(trace.filter { $0.event == "dropped" }.count == 25)
     }
 }
+
+/// The hub's memory of retired tokens is bounded: past the limit the oldest are forgotten (a send to one answers as for
+/// an unknown token), and a retired device's state goes with it.
+@Suite struct RelayHubBoundTests {
+    @Test func retiredTokensAreBounded() async throws {
+        let limit = 200
+        let hub = try RelayHub(retiredLimit: limit)
+        var first: String?
+        let total = limit + limit / 4 + 10
+        for _ in 0..<total {
+            let token = await hub.register(platform: .android, appID: "a")
+            if first == nil { first = token }
+            _ = await hub.delete(token: token)
+        }
+        let stats = await hub.stats()
+        #expect((stats["retired"] ?? 0) <= limit + limit / 4)
+        #expect((stats["retired"] ?? 0) >= limit)
+        #expect(await hub.isRetired(try #require(first)) == nil, "the oldest retired token is forgotten")
+        #expect(stats["devices"] == 0)
+    }
+}

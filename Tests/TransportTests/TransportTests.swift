@@ -178,6 +178,27 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         await server.stop()
     }
 
+    /// A task cancelled before its transfer reached the driver: the cancel used to be lost (it found nothing to cancel),
+    /// and the request ran to its end. Now it is cancelled as it arrives.
+    @Test func aCancelBeforeTheTransferIsSubmittedIsNotLost() async throws {
+        let server = try await TestServer.start()
+        let client = TransportClient()
+        defer { client.shutdown() }
+        for _ in 0..<5 {
+            let started = ContinuousClock.now
+            let task = Task { try await client.send(TransportRequest(url: server.url + "/slow?ms=3000")) }
+            task.cancel()
+            let result = await task.result
+            #expect(ContinuousClock.now - started < .milliseconds(2500), "a cancelled send ran to the server's answer")
+            guard case .failure(let error as TransportError) = result else {
+                Issue.record("expected a cancelled transfer, got \(result)")
+                continue
+            }
+            #expect(error.code == "cancelled")
+        }
+        await server.stop()
+    }
+
     /// A streaming response dropped without reading its body aborts the transfer (as its documentation says).
     @Test func aStreamingResponseDroppedUnreadAbortsTheTransfer() async throws {
         let server = try await TestServer.start()

@@ -50,7 +50,8 @@ actor RelayHub {
     private var retired: [String: Int64] = [:]
     /// Retired tokens in the order they were retired; at most ``retiredLimit`` are remembered.
     private var retiredOrder: [String] = []
-    static let retiredLimit = 100_000
+    /// How many retired tokens are remembered (a send to one answers 410; to one forgotten, as to an unknown token).
+    let retiredLimit: Int
     private var connections: [String: Connection] = [:]
     private var trace: [TraceEntry] = []
     private var nextConnectionID: UInt64 = 1
@@ -74,7 +75,8 @@ actor RelayHub {
     private let store: RelayStore?
 
     init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil, configuration: RelayConfiguration = RelayConfiguration(),
-         store: RelayStore? = nil) throws {
+         store: RelayStore? = nil, retiredLimit: Int = 100_000) throws {
+        self.retiredLimit = max(1, retiredLimit)
         self.traceLimit = traceLimit
         self.metrics = metrics
         self.configuration = configuration
@@ -204,11 +206,11 @@ actor RelayHub {
         deviceFaults[token] = nil
         retired[token] = now()
         retiredOrder.append(token)
-        if retiredOrder.count > Self.retiredLimit + Self.retiredLimit / 4 {
+        if retiredOrder.count > retiredLimit + retiredLimit / 4 {
             // Forget the oldest quarter at once (one pass, not a shift per retire): a send to a token retired that long
             // ago answers as for an unknown token (400) instead of 410.
-            for old in retiredOrder.prefix(retiredOrder.count - Self.retiredLimit) where devices[old] == nil { retired[old] = nil }
-            retiredOrder.removeFirst(retiredOrder.count - Self.retiredLimit)
+            for old in retiredOrder.prefix(retiredOrder.count - retiredLimit) where devices[old] == nil { retired[old] = nil }
+            retiredOrder.removeFirst(retiredOrder.count - retiredLimit)
         }
         do { try store?.retire(token, at: retired[token]!) } catch {
             FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
