@@ -29,6 +29,27 @@ extension Integration {
         trio.http.shutdown()
     }
 
+    /// PROTOCOL.md §7: every binary answers `--version` with `NAME VERSION`, exit 0; the servers report it too.
+    @Test func everyBinaryAnswersVersion() async throws {
+        for name in ["mock-server", "push-relay", "survey-cli"] {
+            let process = Process()
+            process.executableURL = Executables.url(name)
+            process.arguments = ["--version"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "\(name) \(TrioVersion.current)")
+        }
+        try await Trio.with { trio in
+            #expect(try await trio.admin.info().version == TrioVersion.current)
+            let health = try await trio.http.send(TransportRequest(url: trio.relay.url + "/__control/health")).decode([String: String].self)
+            #expect(health["version"] == TrioVersion.current)
+        }
+    }
+
     @Test func metricsArePrometheusText() async throws {
         try await Trio.with { trio in
             _ = try await trio.admin.health()

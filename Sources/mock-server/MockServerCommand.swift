@@ -9,7 +9,8 @@ import ServerSupport
 struct MockServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock-server",
-        abstract: "Beiwe-compatible mock study server. Prints one READY line to stdout once it accepts connections.")
+        abstract: "Beiwe-compatible mock study server. Prints one READY line to stdout once it accepts connections.",
+        version: "mock-server \(MockServer.version)")
 
     @Option(help: "Address to bind. Anything but loopback needs --admin-token.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 = any free port).") var port = 0

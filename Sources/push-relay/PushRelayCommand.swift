@@ -8,7 +8,8 @@ import ServerSupport
 struct PushRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push-relay",
-        abstract: "Simulated APNs/FCM push relay. Prints one READY line to stdout once it accepts connections.")
+        abstract: "Simulated APNs/FCM push relay. Prints one READY line to stdout once it accepts connections.",
+        version: "push-relay \(PushRelayServer.version)")
 
     @Option(help: "Address to bind. Anything but loopback needs --control-token.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 = any free port).") var port = 0

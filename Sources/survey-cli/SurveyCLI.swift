@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SurveyWire
 
 /// `survey-cli`: runs the trio and drives a simulated device.
 @main
@@ -7,5 +8,6 @@ struct SurveyCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "survey-cli",
         abstract: "Run the mock study server and push relay, and drive a simulated participant device.",
+        version: "survey-cli \(TrioVersion.current)",
         subcommands: [Up.self, Demo.self, Load.self, Device.self, MessagingCommand.self])
 }
