@@ -84,6 +84,48 @@ extension Integration {
         }
     }
 
+    /// `up --parent-pid`: when the test runner dies (here a stand-in killed with SIGKILL), `up` and both servers stop.
+    @Test func surveyCLIUpNeverOutlivesItsParent() async throws {
+        let dir = temporaryDirectory("up-parent")
+        let parent = Process()
+        parent.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        parent.arguments = ["300"]
+        try parent.run()
+        let up = try await ServerProcess.launch(executable: Executables.url("survey-cli"),
+                                                arguments: ["up", "--data-dir", dir.path, "--parent-pid", String(parent.processIdentifier)],
+                                                logFile: dir.appendingPathComponent("cli.log"))
+        let server = try #require(up.ready.mockServer)
+        let relay = try #require(up.ready.pushRelay)
+        let http = TransportClient()
+        defer { http.shutdown() }
+        #expect(try await http.send(TransportRequest(url: server + "/__admin/health")).status == 200)
+        kill(parent.processIdentifier, SIGKILL)
+        parent.waitUntilExit()
+        #expect(try await eventually(.seconds(5)) { !up.isRunning })
+        #expect(try await eventually(.seconds(5)) {
+            let serverDown = (try? await http.send(TransportRequest(url: server + "/__admin/health"))) == nil
+            let relayDown = (try? await http.send(TransportRequest(url: relay + "/__control/health"))) == nil
+            return serverDown && relayDown
+        })
+    }
+
+    /// A child that dies makes `up` say which, with its exit status and last log lines, stop the other and exit 1.
+    @Test func surveyCLIUpReportsAChildThatDied() async throws {
+        let dir = temporaryDirectory("up-child")
+        let up = try await ServerProcess.launch(executable: Executables.url("survey-cli"), arguments: ["up", "--data-dir", dir.path],
+                                                logFile: dir.appendingPathComponent("cli.log"))
+        let http = TransportClient()
+        defer { http.shutdown() }
+        let admin = AdminClient(baseURL: try #require(up.ready.mockServer), http: http)
+        let serverPID = try await admin.info().pid
+        kill(Int32(serverPID), SIGKILL)
+        #expect(try await eventually(.seconds(5)) { !up.isRunning })
+        #expect(up.terminationStatus == 1)
+        #expect(up.logs().contains("mock-server exited with status"))
+        let relay = try #require(up.ready.pushRelay)
+        #expect(try await eventually(.seconds(5)) { (try? await http.send(TransportRequest(url: relay + "/__control/health"))) == nil })
+    }
+
     @Test func surveyCLIUpPrintsOneReadyLineAndStopsBothOnSIGTERM() async throws {
         let dir = temporaryDirectory("up")
         let up = try await ServerProcess.launch(executable: Executables.url("survey-cli"), arguments: ["up", "--data-dir", dir.path],

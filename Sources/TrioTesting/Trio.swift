@@ -22,6 +22,9 @@ public final class Trio: Sendable {
         public var relayArguments: [String]
         /// Directory for the children's stderr logs (a temporary one when nil).
         public var logDirectory: URL?
+        /// Fixed ports (0: any free port, reported by the READY lines).
+        public var serverPort: Int = 0
+        public var relayPort: Int = 0
 
         public init(database: String = ":memory:", keepaliveSeconds: Double = 25, serverArguments: [String] = [], relayArguments: [String] = [],
                     logDirectory: URL? = nil) {
@@ -55,13 +58,13 @@ public final class Trio: Sendable {
         let parent = String(getpid())
         let relay = try await ServerProcess.launch(
             executable: Executables.url("push-relay"),
-            arguments: ["--port", "0", "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent] + options.relayArguments,
+            arguments: ["--port", String(options.relayPort), "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent] + options.relayArguments,
             logFile: logs.appendingPathComponent("push-relay.log"))
         let server: ServerProcess
         do {
             server = try await ServerProcess.launch(
                 executable: Executables.url("mock-server"),
-                arguments: ["--port", "0", "--relay-url", relay.url, "--database", options.database, "--parent-pid", parent] + options.serverArguments,
+                arguments: ["--port", String(options.serverPort), "--relay-url", relay.url, "--database", options.database, "--parent-pid", parent] + options.serverArguments,
                 logFile: logs.appendingPathComponent("mock-server.log"))
         } catch {
             await relay.stop()

@@ -11,16 +11,33 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Directory for the SQLite file and the servers' logs.") var dataDir = "./.survey-trio"
     @Option(help: "SQLite file, or :memory:. Default: mock-server.sqlite in --data-dir.") var database: String?
     @Option(help: "Relay keepalive seconds.") var keepalive = 25.0
+    @Option(help: "Stop (and stop both servers) when the process with this pid is gone, e.g. the test runner's.") var parentPid: Int32?
+    @Option(help: "Port for mock-server (0: any free port).") var serverPort = 0
+    @Option(help: "Port for push-relay (0: any free port).") var relayPort = 0
+
+    func validate() throws {
+        guard (0...65535).contains(serverPort), (0...65535).contains(relayPort) else { throw ValidationError("ports must be 0-65535") }
+    }
 
     func run() async throws {
         let signals = SignalWaiter([SIGTERM, SIGINT])
         let dir = URL(fileURLWithPath: dataDir)
-        let trio = try await Trio.start(.init(database: database ?? dir.appendingPathComponent("mock-server.sqlite").path,
-                                              keepaliveSeconds: keepalive, logDirectory: dir))
+        var options = Trio.Options(database: database ?? dir.appendingPathComponent("mock-server.sqlite").path,
+                                   keepaliveSeconds: keepalive, logDirectory: dir)
+        options.serverPort = serverPort
+        options.relayPort = relayPort
+        let trio = try await Trio.start(options)
         let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
                              mockServer: trio.server.url, pushRelay: trio.relay.url).line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        let reason = await signals.waitOrChildExit(trio)
+        let reason = await signals.waitOrChildExit(trio, parentPID: parentPid)
+        if reason == .childExited {
+            // Say which one, how it ended and what it said last, then stop the other.
+            for (name, child) in [("mock-server", trio.server), ("push-relay", trio.relay)] where !child.isRunning {
+                let tail = child.logs().split(separator: "\n", omittingEmptySubsequences: false).suffix(20).joined(separator: "\n")
+                FileHandle.standardError.write(Data("survey-cli up: \(name) exited with status \(child.terminationStatus); its last log lines:\n\(tail)\n".utf8))
+            }
+        }
         await trio.stop()
         if reason == .childExited { throw ExitCode(1) }
     }
@@ -28,7 +45,7 @@ struct Up: AsyncParsableCommand {
 
 /// Waits for a signal, or for either child to exit. Keep it alive while waiting: it owns the signal sources.
 final class SignalWaiter {
-    enum Reason: Sendable { case signal, childExited }
+    enum Reason: Sendable { case signal, childExited, parentGone }
     private let stream: AsyncStream<Int32>
     private var sources: [any DispatchSourceSignal] = []
 
@@ -64,10 +81,19 @@ final class SignalWaiter {
         return signalled
     }
 
-    func waitOrChildExit(_ trio: Trio) async -> Reason {
+    func waitOrChildExit(_ trio: Trio, parentPID: Int32? = nil) async -> Reason {
         let stream = self.stream
         let reason = await withTaskGroup(of: Reason.self) { group in
             group.addTask { for await _ in stream { return .signal }; return .signal }
+            if let parentPID {
+                group.addTask {
+                    while !Task.isCancelled {
+                        if kill(parentPID, 0) != 0 && errno == ESRCH { return .parentGone }
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                    return .signal
+                }
+            }
             group.addTask {
                 while trio.server.isRunning && trio.relay.isRunning && !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(200))
