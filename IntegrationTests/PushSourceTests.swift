@@ -50,7 +50,8 @@ extension Integration {
             #expect(stored.map(\.surveyID) == [setup.surveyID])
             // The same push again: a duplicate.
             #expect(try await client.receive(push: fields).isEmpty)
-            #expect(await recorder.events.contains { if case .duplicateIgnored = $0 { true } else { false } })
+            // (The recorder reads the events stream on its own task: wait for the event rather than look at once.)
+            _ = try await recorder.wait(timeout: .seconds(5)) { if case .duplicateIgnored = $0 { true } else { nil } }
             // A push for a survey deleted meanwhile: withdrawn, not an error that comes back.
             let gone = try await trio.admin.createSurvey(study: setup.study.studyID, tenOClockSurvey)
             try await trio.admin.deleteSurvey(gone)
@@ -59,7 +60,7 @@ extension Integration {
             late["nonce"] = "zyxwvutsrqponmlkjihgfedcba543210"
             late["survey_uuids_dict"] = "{\"\(gone)\": [\"\(UUID().uuidString.lowercased())\"]}"
             #expect(try await client.receive(push: late).isEmpty)
-            #expect(await recorder.events.contains { if case .surveyWithdrawn(let id, _) = $0 { id == gone } else { false } })
+            _ = try await recorder.wait(timeout: .seconds(5)) { if case .surveyWithdrawn(let id, _) = $0, id == gone { true } else { nil } }
             // Not a survey push: refused with a code.
             var refused: SurveyClientError?
             do throws(SurveyClientError) { _ = try await client.receive(push: ["type": "fake"]) } catch { refused = error }
