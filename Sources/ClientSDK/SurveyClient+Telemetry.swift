@@ -35,7 +35,7 @@ extension SurveyClient {
         eventsWaiting += 1
         if eventsWaiting >= configuration.telemetryBatchSize, batchTask == nil {
             // Tracked like every background task: `stop()` and `close()` cancel and await it.
-            batchTask = Task { [weak self] in
+            batchTask = background.spawn { [weak self] in
                 try? await self?.submitEventsPing(reason: "max_capacity")
                 await self?.batchEnded()
             }
@@ -232,7 +232,7 @@ extension SurveyClient {
     /// Uploads again once the rate limiter's window ends (to the millisecond).
     private func schedulePingWake(after wait: Duration) {
         guard pingWaitTask == nil else { return }
-        pingWaitTask = Task { [weak self] in
+        pingWaitTask = background.spawn { [weak self] in
             try? await Task.sleep(for: wait)
             guard let client = self, !Task.isCancelled else { return }
             await client.pingWakeEnded()
@@ -421,7 +421,7 @@ extension SurveyClient {
 
     private func startSessionHeartbeat() {
         guard sessionHeartbeatTask == nil, let interval = configuration.telemetry.sessionHeartbeat else { return }
-        sessionHeartbeatTask = Task { [weak self] in
+        sessionHeartbeatTask = background.spawn { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 guard let client = self, !Task.isCancelled else { return }

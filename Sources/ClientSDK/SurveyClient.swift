@@ -34,27 +34,29 @@ public actor SurveyClient {
     let logger: Logger
     let now: @Sendable () -> Date
     var state: ClientState
-    private var streamTask: Task<Void, Never>?
+    private var streamTask: BackgroundJob?
     /// The last relay message fully handled on the stream (sent as `Last-Event-ID` on reconnect).
     private var lastHandledMessageID: String?
     /// Set when a push could not be handled: reconnect without `Last-Event-ID` so the relay sends it again.
     private var resumeBlocked = false
     /// idle → running → closed.
     private var lifecycle = ClientLifecycle()
-    /// Callers of `run()` waiting for the client to close.
-    private var closeWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Every background task below runs in this one task group (driven by `run()`, or by its owner task).
+    let background = BackgroundTasks()
+    /// Fired by `close()` or by the cancellation of `run()`'s caller: `run()` then closes the client and returns.
+    private let closeRequest = CloseRequest()
     /// A `start()` under way: a second caller waits for it rather than minting a second token.
     private var startTask: Task<Void, any Error>?
     /// Pushes of the live stream whose surveys are being fetched, or wait for a retry.
     private var intake = PushIntake()
     /// Answer files being uploaded (one upload per file at a time).
     private var outbox = UploadOutbox()
-    private var localScheduleTask: Task<Void, Never>?
+    private var localScheduleTask: BackgroundJob?
     /// Fetch retries of app-handed pushes (no relay stream to run them).
-    private var intakeRetryTask: Task<Void, Never>?
+    private var intakeRetryTask: BackgroundJob?
     /// Retries the upload and ping outboxes with backoff while they are not empty.
-    private var uploadRetryTask: Task<Void, Never>?
-    private var heartbeatTask: Task<Void, Never>?
+    private var uploadRetryTask: BackgroundJob?
+    private var heartbeatTask: BackgroundJob?
     /// Telemetry events on disk, and how many wait in the open log.
     let eventLog: EventLog
     var eventsWaiting: Int
@@ -63,13 +65,13 @@ public actor SurveyClient {
     var pingsInFlight: Set<String> = []
     /// The telemetry endpoint answered 404/405: it has no ingestion route; pings stay queued for the rest of this run.
     var telemetryRouteMissing = false
-    var pingWaitTask: Task<Void, Never>?
+    var pingWaitTask: BackgroundJob?
     /// An `events` ping made because the batch filled up (`max_capacity`).
-    var batchTask: Task<Void, Never>?
+    var batchTask: BackgroundJob?
     /// The app session (foreground between start/resume and pause/stop), and its MMA heartbeat.
     var sessionActive = false
     var sessionStarted: Date?
-    var sessionHeartbeatTask: Task<Void, Never>?
+    var sessionHeartbeatTask: BackgroundJob?
     /// Identifies the current session (message impressions count once per session).
     var sessionID = UUID().uuidString.lowercased()
     /// Messaging state read from disk once, then kept in step with what is written.
@@ -122,14 +124,8 @@ public actor SurveyClient {
 
     deinit {
         // A client dropped without `close()`: its background tasks hold it weakly, and end with it.
-        streamTask?.cancel()
-        localScheduleTask?.cancel()
-        uploadRetryTask?.cancel()
-        heartbeatTask?.cancel()
-        pingWaitTask?.cancel()
-        sessionHeartbeatTask?.cancel()
-        batchTask?.cancel()
-        intakeRetryTask?.cancel()
+        background.shutdown()
+        closeRequest.fire()
         continuation.finish()
     }
 
@@ -194,7 +190,7 @@ public actor SurveyClient {
     /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
     private func startHeartbeat() {
         guard heartbeatTask == nil, let interval = configuration.heartbeatInterval else { return }
-        heartbeatTask = Task { [weak self] in
+        heartbeatTask = background.spawn { [weak self] in
             while !Task.isCancelled {
                 do {
                     // Held only for the calls, never across the sleep: a dropped client ends this loop.
@@ -254,12 +250,11 @@ public actor SurveyClient {
             session.cancel()
             await session.value
         }
+        background.shutdown()
         continuation.finish()
         if ownsHTTP { http.shutdown() }
         files.releaseLock()
-        let waiters = closeWaiters
-        closeWaiters = []
-        for waiter in waiters { waiter.resume() }
+        closeRequest.fire()
     }
 
     /// True once ``close()`` ran.
@@ -277,24 +272,27 @@ public actor SurveyClient {
     /// }
     /// ```
     public func run() async throws(SurveyClientError) {
-        do {
-            try await start()
-        } catch {
+        // This call drives the client's task group, so every background task is a child of the caller's task.
+        let drives = background.claim()
+        let outcome: Result<Void, SurveyClientError> = await withDiscardingTaskGroup { group in
+            if drives {
+                group.addTask { [background] in await background.drive() }
+            }
+            do throws(SurveyClientError) {
+                try await start()
+            } catch {
+                await close()
+                return .failure(error)
+            }
+            await withTaskCancellationHandler {
+                await closeRequest.wait()
+            } onCancel: { [closeRequest] in
+                closeRequest.fire()
+            }
             await close()
-            throw error
+            return .success(())
         }
-        await withTaskCancellationHandler {
-            await untilClosed()
-        } onCancel: {
-            Task { await self.close() }
-        }
-        await close()
-    }
-
-    /// Returns once the client is closed.
-    private func untilClosed() async {
-        guard !lifecycle.isClosed else { return }
-        await withCheckedContinuation { continuation in closeWaiters.append(continuation) }
+        try outcome.get()
     }
 
     // MARK: Queries
@@ -398,7 +396,7 @@ public actor SurveyClient {
         let url = "\(relayURL)/v1/devices/\(token)/stream"
         let logger = self.logger
         let deadAfter = configuration.relayKeepalive * 2.5
-        streamTask = Task { [weak self] in
+        streamTask = background.spawn { [weak self] in
             // 0.1 s doubling to 5 s after failed attempts; after a stream that was up and ended, a short jitter only,
             // so devices that lost their streams together do not come back together.
             var backoff = Backoff.stream
@@ -637,7 +635,7 @@ public actor SurveyClient {
     /// Retries of pushes handed over by the app, while the client runs without a relay stream.
     private func startIntakeRetries() {
         guard intakeRetryTask == nil else { return }
-        intakeRetryTask = Task { [weak self] in
+        intakeRetryTask = background.spawn { [weak self] in
             while !Task.isCancelled {
                 guard let wait = await self?.runDueRetries() else { return }
                 try? await Task.sleep(for: wait)
@@ -761,7 +759,7 @@ public actor SurveyClient {
     /// the upper half of its range) until both are empty or the client stops.
     func scheduleUploadRetry() {
         guard uploadRetryTask == nil else { return }
-        uploadRetryTask = Task { [weak self] in
+        uploadRetryTask = background.spawn { [weak self] in
             var backoff = Backoff.outbox
             while !Task.isCancelled {
                 try? await Task.sleep(for: backoff.failed())
@@ -912,7 +910,7 @@ public actor SurveyClient {
 
     private func startLocalSchedule() {
         guard localScheduleTask == nil else { return }
-        localScheduleTask = Task { [weak self] in
+        localScheduleTask = background.spawn { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(30))
                 guard !Task.isCancelled, let client = self else { return }
