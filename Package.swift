@@ -202,6 +202,7 @@ let package = Package(
         .testTarget(name: "MessagingTests", dependencies: ["Messaging", "SurveyWire"], path: "Tests/MessagingTests"),
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
         .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire"], path: "Tests/PushRelayTests"),
+        .testTarget(name: "MockServerTests", dependencies: ["MockServer", "SurveyCrypto"], path: "Tests/MockServerTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),
         .testTarget(

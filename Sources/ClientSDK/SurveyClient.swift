@@ -47,6 +47,8 @@ public actor SurveyClient {
     private let closeRequest = CloseRequest()
     /// A `start()` under way: a second caller waits for it rather than minting a second token.
     private var startTask: Task<Void, any Error>?
+    /// Stored surveys' occurrence ids by survey id (nil until first needed).
+    private var storedIndex: [String: [String]]?
     /// Pushes of the live stream whose surveys are being fetched, or wait for a retry.
     private var intake = PushIntake()
     /// Answer files being uploaded (one upload per file at a time).
@@ -116,10 +118,11 @@ public actor SurveyClient {
         eventsWaiting = eventLog.openCount
         pingLimiter = PingRateLimiter(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
         // Bounded: an app that never reads the events loses the oldest, not its memory.
-        (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(Self.eventBufferLimit))
+        (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
     }
 
-    /// Events kept for a consumer that has not read them yet (the oldest are dropped past it).
+    /// Events kept by default for a consumer that has not read them yet (the oldest are dropped past it); see
+    /// ``SurveyClientConfiguration/eventBufferLimit``.
     public static let eventBufferLimit = 10_000
 
     deinit {
@@ -534,8 +537,30 @@ public actor SurveyClient {
     /// remembering).
     private func handledUUIDs() -> @Sendable ([String]) -> Bool {
         let seen = Set(state.seenUUIDs)
-        let stored = Set(files.list(StoredSurvey.self, in: files.surveysURL).flatMap(\.1.scheduleUUIDs))
+        let stored = storedScheduleUUIDs()
         return { list in !list.isEmpty && list.allSatisfy { seen.contains($0) || stored.contains($0) } }
+    }
+
+    /// The occurrence ids of every stored survey: read from disk once per run, then kept in step by
+    /// ``writeSurvey(_:)`` and ``removeSurvey(_:)`` (a push no longer reads every stored survey).
+    private func storedScheduleUUIDs() -> Set<String> {
+        if let index = storedIndex { return Set(index.values.joined()) }
+        var index: [String: [String]] = [:]
+        for (_, stored) in files.list(StoredSurvey.self, in: files.surveysURL) { index[stored.surveyID] = stored.scheduleUUIDs }
+        storedIndex = index
+        return Set(index.values.joined())
+    }
+
+    /// Writes a stored survey (and its occurrences into the index).
+    private func writeSurvey(_ stored: StoredSurvey) throws(SurveyClientError) {
+        try files.write(stored, to: files.surveyURL(stored.surveyID))
+        storedIndex?[stored.surveyID] = stored.scheduleUUIDs
+    }
+
+    /// Removes a stored survey (and its occurrences from the index).
+    private func removeSurvey(_ surveyID: String) {
+        files.remove(files.surveyURL(surveyID))
+        storedIndex?[surveyID] = nil
     }
 
     /// Fetches the given surveys of a push, stores or withdraws each, and acks the push once all reached a final outcome.
@@ -714,7 +739,7 @@ public actor SurveyClient {
             stored.receivedAt = existing.receivedAt
             stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
         }
-        try files.write(stored, to: files.surveyURL(surveyID))
+        try writeSurvey(stored)
         return stored
     }
 
@@ -800,7 +825,7 @@ public actor SurveyClient {
                     stored.scheduleUUIDs.removeAll { answered.contains($0) }
                     if !stored.scheduleUUIDs.isEmpty { remaining = stored }
                 }
-                if let remaining { try files.write(remaining, to: url) } else { files.remove(url) }
+                if let remaining { try writeSurvey(remaining) } else { removeSurvey(pending.surveyID) }
                 files.remove(files.uploadURL(pending.fileName))
                 record(category: "survey", name: "submitted", extra: ["survey_id": pending.surveyID])
                 emit(.submitted(surveyID: pending.surveyID, fileName: pending.fileName))
@@ -862,7 +887,7 @@ public actor SurveyClient {
         let ids = Set(list.map(\.id))
         if state.scheduling == "device" {
             for stored in pendingSurveys() where !ids.contains(stored.surveyID) {
-                files.remove(files.surveyURL(stored.surveyID))
+                removeSurvey(stored.surveyID)
             }
         }
         try save()
@@ -895,7 +920,7 @@ public actor SurveyClient {
                 stored.receivedAt = existing.receivedAt
                 stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
             }
-            try files.write(stored, to: files.surveyURL(entry.id))
+            try writeSurvey(stored)
             state.remember(nonce: "", uuids: uuids)
             fired.append(stored)
         }

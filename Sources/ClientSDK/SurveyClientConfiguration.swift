@@ -51,6 +51,9 @@ public struct SurveyClientConfiguration: Sendable {
     /// `os_version` sent on every request. Beiwe stores it in a 16-character column (a longer one fails the whole
     /// registration with a 500), so the default is short: the host's `VERSION_ID` (e.g. `12`), else its kernel release.
     public var osVersion: String
+    /// Events ``SurveyClient/events`` keeps for a consumer that has not read them yet; past it the oldest are dropped
+    /// (an app that never reads them loses those, not its memory). At least 1.
+    public var eventBufferLimit: Int = SurveyClient.eventBufferLimit
 
     public init(serverURL: String, relayURL: String?, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",

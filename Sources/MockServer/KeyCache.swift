@@ -8,12 +8,24 @@ import SurveyWire
 /// holds at most ``limit`` entries (a study with per-participant keys has one per participant): past it the map starts
 /// over, and keys are parsed again as they are used.
 final class KeyCache: Sendable {
-    static let limit = 10_000
+    static let defaultLimit = 10_000
+
+    /// Entries each map holds at most.
+    let limit: Int
+
+    init(limit: Int = KeyCache.defaultLimit) {
+        self.limit = limit
+    }
 
     /// Inserts into a bounded map.
-    private static func put<V>(_ map: inout [String: V], _ key: String, _ value: V) {
+    private func put<V>(_ map: inout [String: V], _ key: String, _ value: V) {
         if map.count >= limit { map.removeAll(keepingCapacity: true) }
         map[key] = value
+    }
+
+    /// Entries held in each map (private keys, public keys, settings), for tests.
+    var counts: (keys: Int, publicKeys: Int, settings: Int) {
+        (keys.withLock { $0.count }, publicKeys.withLock { $0.count }, settings.withLock { $0.count })
     }
 
     private let keys = Mutex<[String: RSAKey]>([:])
@@ -26,7 +38,7 @@ final class KeyCache: Sendable {
         let owner = participant.privateKey == nil ? "study:" + study.id : "participant:" + participant.patientId
         if let text = publicKeys.withLock({ $0[owner] }) { return text }
         let text = Data(try key(participant: participant, study: study).publicKeyDER()).base64EncodedString()
-        publicKeys.withLock { Self.put(&$0, owner, text) }
+        publicKeys.withLock { self.put(&$0, owner, text) }
         return text
     }
 
@@ -35,7 +47,7 @@ final class KeyCache: Sendable {
         let key = study.id + "\u{0}" + study.deviceSettings
         if let text = settings.withLock({ $0[key] }) { return text }
         let text = (try? WireJSON.encodeString(DeviceSettings.merged(study.settingsObject, id: MobileRoutes.settingsID(study.id)))) ?? "{}"
-        settings.withLock { Self.put(&$0, key, text) }
+        settings.withLock { self.put(&$0, key, text) }
         return text
     }
 
@@ -43,7 +55,7 @@ final class KeyCache: Sendable {
     func key(for owner: String, der: Data) throws(CryptoError) -> RSAKey {
         if let key = keys.withLock({ $0[owner] }) { return key }
         let key = try RSAKey(privateKeyDER: [UInt8](der))
-        keys.withLock { Self.put(&$0, owner, key) }
+        keys.withLock { self.put(&$0, owner, key) }
         return key
     }
 

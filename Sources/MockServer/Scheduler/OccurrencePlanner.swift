@@ -10,10 +10,15 @@ struct PreparedSurvey: Sendable {
     let schedules: [Schedule]
     /// Canonical JSON of each schedule entry (part of the occurrence uuid).
     let keys: [String]
+    /// The stored schedules did not decode (or an entry was out of range): the survey plans nothing.
+    let quarantined: Bool
 
     init(_ record: SurveyRecord) {
         self.record = record
-        schedules = record.scheduleList
+        // Decoded once: the list and whether it was usable come from the same decode.
+        let decoded = try? WireJSON.decode([Schedule].self, from: record.schedules)
+        schedules = decoded ?? []
+        quarantined = decoded == nil
         keys = schedules.map { (try? WireJSON.encodeString($0)) ?? "\($0)" }
     }
 }

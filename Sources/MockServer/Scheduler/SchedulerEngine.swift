@@ -110,7 +110,7 @@ final class SchedulerEngine: Sendable {
             try await store.write { db in
                 guard let participant = try ParticipantRecord.fetchOne(db, key: patientID) else { return }
                 let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
-                for survey in surveys where survey.record.schedulesQuarantined {
+                for survey in surveys where survey.quarantined {
                     self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
                         "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
                 }
@@ -154,7 +154,7 @@ final class SchedulerEngine: Sendable {
                 """, arguments: [studyID, horizonEnd.timeIntervalSince1970]).fetchAll(db)
             guard !participants.isEmpty else { return 0 }
             let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
-            for survey in surveys where survey.record.schedulesQuarantined {
+            for survey in surveys where survey.quarantined {
                 self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
                     "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
             }

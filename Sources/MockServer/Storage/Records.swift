@@ -171,11 +171,8 @@ struct SurveyRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     }
 
     /// The survey's schedules; empty when the stored JSON does not decode or an entry is out of range (decoding
-    /// validates each entry), so a bad row plans nothing instead of trapping (see ``schedulesQuarantined``).
+    /// validates each entry), so a bad row plans nothing instead of trapping (``PreparedSurvey/quarantined`` says so).
     var scheduleList: [Schedule] { (try? WireJSON.decode([Schedule].self, from: schedules)) ?? [] }
-
-    /// True when the stored schedules cannot be used (what ``scheduleList`` turned into an empty list).
-    var schedulesQuarantined: Bool { (try? WireJSON.decode([Schedule].self, from: schedules)) == nil }
 
     /// The mobile API's entry. `timings` (for `/download_surveys`) are the weekly entries, plus Beiwe's moving window
     /// of one-off occurrences when the participant's context is known.
