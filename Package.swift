@@ -101,6 +101,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            // The API reference (docs/openapi/mock-server.json, linked), compiled in: served at /__admin/openapi.json.
+            resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -118,6 +120,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            // docs/openapi/push-relay.json (linked), compiled in: served at /__control/openapi.json.
+            resources: [.embedInCode("Resources/openapi.json")],
             swiftSettings: swiftSettings
         ),
 
@@ -202,6 +206,9 @@ let package = Package(
         .testTarget(name: "MessagingTests", dependencies: ["Messaging", "SurveyWire"], path: "Tests/MessagingTests"),
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
         .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire"], path: "Tests/PushRelayTests"),
+        .testTarget(name: "APIReferenceTests", dependencies: ["MockServer", "PushRelay", "ServerSupport",
+                                                              .product(name: "Logging", package: "swift-log")],
+                    path: "Tests/APIReferenceTests"),
         .testTarget(name: "MockServerTests", dependencies: ["MockServer", "SurveyCrypto"], path: "Tests/MockServerTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),

@@ -34,6 +34,7 @@ public struct MockServer: Sendable {
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let routes = RouteTableBox()
+        router.add(middleware: RequestJournalMiddleware(journal: context.journal, prefix: "/__admin", subject: Self.subject))
         router.add(middleware: RequestMetricsMiddleware(metrics: context.metrics))
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: context.logger))
         router.add(middleware: ControlPlaneGuard(prefix: "/__admin", token: context.configuration.adminToken, bound: context.bound))
@@ -43,10 +44,23 @@ public struct MockServer: Sendable {
         TelemetryRoutes(context: context).add(to: router)
         FeatureRoutes(context: context).add(to: router)
         AdminRoutes(context: context).add(to: router)
+        ReferenceRoutes.add(to: router, prefix: "/__admin", document: PackageResources.openapi_json, journal: context.journal)
         context.metrics.addRoute(to: router)
         routes.set(RouteTable(router))
         return router
     }
+
+    /// The participant an admin path names (`/__admin/participants/{patient_id}...`); mobile routes name theirs once the
+    /// form is read.
+    static func subject(_ path: String) -> (participant: String?, token: String?) {
+        let prefix = "/__admin/participants/"
+        guard path.hasPrefix(prefix) else { return (nil, nil) }
+        let id = path.dropFirst(prefix.count).prefix { $0 != "/" }
+        return (id.isEmpty ? nil : String(id), nil)
+    }
+
+    /// The API reference served at `/__admin/openapi.json` (docs/openapi/mock-server.json, compiled in).
+    public static var openAPIDocument: [UInt8] { PackageResources.openapi_json }
 
     /// Runs until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
     public func run(options: LaunchOptions) async throws {

@@ -23,6 +23,8 @@ struct ServerContext: Sendable {
     let telemetryBytes: TelemetryQuota
     /// `--profile beiwe`: the wall-clock second of each participant's last registration.
     let recentRegistrations = RecentRegistrations()
+    /// The last requests answered (`GET /__admin/requests`).
+    let journal = RequestJournal()
 }
 
 /// The wall-clock second each participant last registered in (only the current second matters, so the map is cleared

@@ -53,6 +53,24 @@ public struct PushRelayServer: Sendable {
     let configuration: RelayConfiguration
     let metrics: ServerMetrics
     let bound = BoundAddress()
+    /// The last requests answered (`GET /__control/requests`).
+    let journal = RequestJournal()
+
+    /// Routes answered on the connection itself, before the router: the event stream and health.
+    public static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream"),
+                                          RouteTable.Route(method: "GET", path: "/__control/health")]
+
+    /// The API reference served at `/__control/openapi.json` (docs/openapi/push-relay.json, compiled in).
+    public static var openAPIDocument: [UInt8] { PackageResources.openapi_json }
+
+    /// The token a path names (`/v1/devices/{token}...`, `/3/device/{token}`, `/__control/devices/{token}`).
+    static func subject(_ path: String) -> (participant: String?, token: String?) {
+        for prefix in ["/v1/devices/", "/3/device/", "/__control/devices/"] where path.hasPrefix(prefix) {
+            let token = path.dropFirst(prefix.count).prefix { $0 != "/" }
+            return (nil, token.isEmpty ? nil : String(token))
+        }
+        return (nil, nil)
+    }
 
     /// A relay with its state in memory, or in the SQLite file at `storePath` (loaded now; throws when it cannot be opened).
     public init(configuration: RelayConfiguration = RelayConfiguration(), storePath: String? = nil) throws {
@@ -68,14 +86,16 @@ public struct PushRelayServer: Sendable {
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let routes = RouteTableBox()
+        router.add(middleware: RequestJournalMiddleware(journal: journal, prefix: "/__control", subject: Self.subject))
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: Logger(label: "push-relay")))
         router.add(middleware: ControlPlaneGuard(prefix: "/__control", token: configuration.controlToken, bound: bound))
         ProviderRoutes(hub: hub, configuration: configuration).add(to: router)
         DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
         ControlRoutes(hub: hub).add(to: router)
+        ReferenceRoutes.add(to: router, prefix: "/__control", document: PackageResources.openapi_json, journal: journal)
         metrics.addRoute(to: router)
-        routes.set(RouteTable(router))
+        routes.set(RouteTable(RouteTable(router).routes + Self.connectionRoutes))
         return router
     }
 
@@ -84,7 +104,7 @@ public struct PushRelayServer: Sendable {
         let connections = RelayChildChannel(
             responder: makeRouter().buildResponder(), hub: hub,
             bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1, serverName: options.serviceName, logger: logger,
-            controlToken: configuration.controlToken, bound: bound, limits: configuration.connections)
+            controlToken: configuration.controlToken, bound: bound, limits: configuration.connections, journal: journal)
         // Twice as many event loops as cores: in a reconnect storm each loop has a burst of accepts and stream opens to
         // work through, and a request on a loop behind such a burst waits for all of it. With more loops than cores the
         // kernel shares the CPU between them, and each has a smaller part of the burst ahead of a request (measured on

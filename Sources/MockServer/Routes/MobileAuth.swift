@@ -28,6 +28,7 @@ struct MobileAuth: Sendable {
             throw MockServerError.missingField(name)
         }
         let patientID = form["patient_id"]!
+        RequestJournal.current?.participant = patientID
         let password = form["password"]!
         let found = try await store.read { db -> (ParticipantRecord, StudyRecord)? in
             // Cached statements: every mobile request runs these two lookups.

@@ -32,6 +32,8 @@ struct RelayChildChannel: ServerChildChannel {
     let controlToken: String?
     let bound: BoundAddress
     let limits: ConnectionLimits
+    /// Stream opens and health answers are journaled here (the router's requests by its middleware).
+    let journal: RequestJournal
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -47,7 +49,7 @@ struct RelayChildChannel: ServerChildChannel {
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try pipeline.addHandler(RequestPartsHygieneHandler(nio: hygiene), position: .after(decoder))
             try pipeline.addHandler(RelayHTTPHandler(responder: responder, hub: hub, bodyCap: bodyCap, serverName: serverName, logger: logger,
-                                                     controlToken: controlToken, bound: bound, hygiene: hygiene))
+                                                     controlToken: controlToken, bound: bound, hygiene: hygiene, journal: journal))
             return Value(channel: channel)
         }
     }
@@ -80,12 +82,14 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let controlToken: String?
     private let bound: BoundAddress
     private let hygiene: ConnectionHygiene
+    private let journal: RequestJournal
     private var state = State.idle
     /// The client closed its sending side after a request: answer it, then close (no further request can come).
     private var inputClosed = false
 
     init(responder: RouterResponder<BasicRequestContext>, hub: RelayHub, bodyCap: Int, serverName: String, logger: Logger,
-         controlToken: String?, bound: BoundAddress, hygiene: ConnectionHygiene) {
+         controlToken: String?, bound: BoundAddress, hygiene: ConnectionHygiene, journal: RequestJournal) {
+        self.journal = journal
         self.controlToken = controlToken
         self.bound = bound
         self.hygiene = hygiene
@@ -164,7 +168,14 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             hygiene.streamOpened()
             let hub = self.hub
             let lastEventID = head.headers.first(name: "Last-Event-ID")
-            Task { await RelayHTTPHandler.openStream(token: token, lastEventID: lastEventID, sink: sink, hub: hub, handler: handler, channel: channel) }
+            let journal = self.journal
+            let path = String(decoding: Self.path(head.uri), as: UTF8.self)
+            let started = ContinuousClock.now
+            Task {
+                let status = await RelayHTTPHandler.openStream(token: token, lastEventID: lastEventID, sink: sink, hub: hub, handler: handler,
+                                                               channel: channel)
+                journal.record(method: "GET", path: path, status: status, started: started, token: token)
+            }
             return
         }
         if head.method == .GET, Self.path(head.uri).elementsEqual("/__control/health".utf8) {
@@ -181,6 +192,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: Self.healthBody),
                   keepAlive: keepAlive, channel: channel)
+            journal.record(method: "GET", path: "/__control/health", status: 200, started: .now)
             return
         }
         let request: Request
@@ -197,13 +209,17 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         Task { await RelayHTTPHandler.answer(request, context: requestContext, responder: responder, keepAlive: keepAlive, handler: handler, channel: channel) }
     }
 
+    /// Opens the stream; returns the status answered (200, or the refusal's).
     private static func openStream(token: String, lastEventID: String?, sink: ChannelStreamSink, hub: RelayHub,
-                                   handler: NIOLoopBound<RelayHTTPHandler>, channel: any Channel) async {
+                                   handler: NIOLoopBound<RelayHTTPHandler>, channel: any Channel) async -> Int {
         do throws(RelayHub.ConnectError) {
             let id = try await hub.connect(token: token, lastEventID: lastEventID, sink: sink)
             sink.connected(id: id, hub: hub, token: token)
+            return 200
         } catch {
-            await reply(refusal(error).makeResponse(), keepAlive: false, handler: handler, channel: channel)
+            let refusal = refusal(error)
+            await reply(refusal.makeResponse(), keepAlive: false, handler: handler, channel: channel)
+            return Int(refusal.status.code)
         }
     }
 

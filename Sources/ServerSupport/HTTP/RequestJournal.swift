@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+import SurveyWire
+
+/// The last requests a server answered, as WireMock's request journal: method, path, status, duration, and the
+/// participant or device token it concerned. Bodies are never kept. Holds at most `capacity` entries (the oldest go).
+public final class RequestJournal: Sendable {
+    /// One answered request.
+    public struct Entry: Codable, Sendable, Equatable {
+        public var at: String
+        public var method: String
+        public var path: String
+        public var status: Int
+        public var durationMs: Double
+        public var participant: String?
+        public var token: String?
+
+        enum CodingKeys: String, CodingKey {
+            case at, method, path, status, durationMs = "duration_ms", participant, token
+        }
+
+        public init(at: String, method: String, path: String, status: Int, durationMs: Double, participant: String? = nil, token: String? = nil) {
+            self.at = at
+            self.method = method
+            self.path = path
+            self.status = status
+            self.durationMs = durationMs
+            self.participant = participant
+            self.token = token
+        }
+    }
+
+    /// What `GET .../requests` answers.
+    public struct Listing: Codable, Sendable, Equatable {
+        public var requests: [Entry]
+    }
+
+    /// Entries kept by default.
+    public static let defaultCapacity = 1_000
+    /// The most a listing returns (and the `limit` query parameter's maximum).
+    public static let maxLimit = 10_000
+
+    /// What a request concerned, filled in while it is handled (a route that reads the participant from a form body
+    /// says so through ``current``).
+    public final class Subject: Sendable {
+        private let value = Mutex<(participant: String?, token: String?)>((nil, nil))
+        public init() {}
+        public var participant: String? {
+            get { value.withLock { $0.participant } }
+            set { value.withLock { $0.participant = newValue } }
+        }
+        public var token: String? {
+            get { value.withLock { $0.token } }
+            set { value.withLock { $0.token = newValue } }
+        }
+    }
+
+    /// The subject of the request being handled on this task (set by ``RequestJournalMiddleware``).
+    @TaskLocal public static var current: Subject?
+
+    private struct Ring {
+        var entries: [Entry] = []
+        var next = 0
+    }
+
+    public let capacity: Int
+    private let ring = Mutex(Ring())
+
+    public init(capacity: Int = RequestJournal.defaultCapacity) {
+        self.capacity = max(1, capacity)
+    }
+
+    public func record(_ entry: Entry) {
+        ring.withLock { ring in
+            if ring.entries.count < capacity {
+                ring.entries.append(entry)
+            } else {
+                ring.entries[ring.next] = entry
+            }
+            ring.next = (ring.next + 1) % capacity
+        }
+    }
+
+    /// Records a request answered outside the router (the relay's event streams and health).
+    public func record(method: String, path: String, status: Int, started: ContinuousClock.Instant, participant: String? = nil, token: String? = nil) {
+        let elapsed = ContinuousClock.now - started
+        let millis = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        record(Entry(at: WireTime.format(Date(), milliseconds: true), method: method, path: path, status: status,
+                     durationMs: (millis * 1000).rounded() / 1000, participant: participant, token: token))
+    }
+
+    /// Newest first: at most `limit`, only paths starting with `pathPrefix`, only `status`.
+    public func entries(limit: Int = 100, pathPrefix: String? = nil, status: Int? = nil) -> [Entry] {
+        let all: [Entry] = ring.withLock { ring in
+            guard ring.entries.count == capacity else { return ring.entries }
+            return Array(ring.entries[ring.next...] + ring.entries[..<ring.next])
+        }
+        var result: [Entry] = []
+        for entry in all.reversed() {
+            if let pathPrefix, !entry.path.hasPrefix(pathPrefix) { continue }
+            if let status, entry.status != status { continue }
+            result.append(entry)
+            if result.count >= limit { break }
+        }
+        return result
+    }
+
+    public func clear() {
+        ring.withLock { $0 = Ring() }
+    }
+
+    public var count: Int { ring.withLock { $0.entries.count } }
+}

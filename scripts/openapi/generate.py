@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""Writes the trio's OpenAPI 3.1 documents: docs/openapi/mock-server.json and docs/openapi/push-relay.json.
+
+The documents are the API reference (served at GET /__admin/openapi.json and GET /__control/openapi.json, checked
+against the routers by Tests/APIReferenceTests, fuzzed by schemathesis in scripts/test). Edit this file, run it, and
+commit both: `python3 scripts/openapi/generate.py` (`--check` exits 1 when a committed document differs).
+"""
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION = (ROOT / "Sources/SurveyWire/TrioVersion.swift").read_text().split('current = "')[1].split('"')[0]
+
+
+def ref(name):
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def obj(props, required=(), extra=True, **more):
+    schema = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = list(required)
+    if not extra:
+        schema["additionalProperties"] = False
+    schema.update(more)
+    return schema
+
+
+def arr(items, **more):
+    return {"type": "array", "items": items, **more}
+
+
+S = {"type": "string"}
+I = {"type": "integer"}
+B = {"type": "boolean"}
+N = {"type": "number"}
+ANY = {}
+TIME = {"type": "string", "description": "RFC 3339 UTC time"}
+NULLABLE_S = {"type": ["string", "null"]}
+
+
+def json_body(schema, description=None):
+    body = {"required": True, "content": {"application/json": {"schema": schema}}}
+    if description:
+        body["description"] = description
+    return body
+
+
+def ok(schema, status="200", description="OK", content_type="application/json"):
+    return {status: {"description": description, "content": {content_type: {"schema": schema}}}}
+
+
+def empty(status="204", description="Done; no body"):
+    return {status: {"description": description}}
+
+
+def errors(error_schema="Error", description="Refused: the error body names the problem (`error.code`)"):
+    return {"default": {"description": description, "content": {"application/json": {"schema": ref(error_schema)}}}}
+
+
+def op(summary, responses, body=None, params=(), tags=(), description=None):
+    operation = {"summary": summary, "responses": responses}
+    if description:
+        operation["description"] = description
+    if body:
+        operation["requestBody"] = body
+    if params:
+        operation["parameters"] = list(params)
+    if tags:
+        operation["tags"] = list(tags)
+    return operation
+
+
+def path_param(name, description=None):
+    param = {"name": name, "in": "path", "required": True, "schema": S}
+    if description:
+        param["description"] = description
+    return param
+
+
+def query(name, schema=S, description=None):
+    param = {"name": name, "in": "query", "required": False, "schema": schema}
+    if description:
+        param["description"] = description
+    return param
+
+
+COMMON_SCHEMAS = {
+    "Error": obj({"error": obj({"code": {"type": "string", "pattern": "^[a-z0-9_]+$"}, "message": S, "field": S},
+                               required=["code", "message"])}, required=["error"],
+                 description="Every refusal of the trio's own routes (unknown path 404, wrong method 405 with Allow, 413, 414, 415, 431, ...)."),
+    "JournalEntry": obj({"at": TIME, "method": S, "path": S, "status": I, "duration_ms": N,
+                         "participant": S, "token": S}, required=["at", "method", "path", "status", "duration_ms"]),
+    "Journal": obj({"requests": arr(ref("JournalEntry"))}, required=["requests"]),
+}
+
+
+def journal_paths(prefix, tag):
+    return {
+        f"{prefix}/requests": {
+            "get": op("The last requests, newest first (bodies are never kept)",
+                      {**ok(ref("Journal")), **errors()},
+                      params=[query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "at most this many (default 100)"),
+                              query("path", S, "only paths starting with this"),
+                              query("status", {"type": "integer", "minimum": 100, "maximum": 599}, "only this status")],
+                      tags=[tag]),
+            "delete": op("Clears the journal", {**empty(), **errors()}, tags=[tag]),
+        },
+        f"{prefix}/openapi.json": {
+            "get": op("This document", {**ok({"type": "object"}), **errors()}, tags=[tag]),
+        },
+    }
+
+
+def metrics_path():
+    return {"/metrics": {"get": op("Prometheus metrics", {**ok(S, content_type="text/plain; version=0.0.4"), **errors()},
+                                   tags=["metrics"])}}
+
+
+# MARK: mock-server
+
+SCHEDULE = {
+    "oneOf": [
+        obj({"type": {"const": "weekly"}, "day_of_week": {"type": "integer", "minimum": 0, "maximum": 6},
+             "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59},
+             "from": {"oneOf": [{"type": "string", "format": "date"}, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]},
+             "until": {"oneOf": [{"type": "string", "format": "date"}, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]}},
+            ["type", "day_of_week", "hour", "minute"], extra=False),
+        obj({"type": {"const": "absolute"}, "date": {"type": "string", "format": "date"},
+             "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59}},
+            ["type", "date", "hour", "minute"], extra=False),
+        obj({"type": {"const": "relative"}, "days_after": {"type": "integer", "minimum": 0, "maximum": 3650},
+             "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59},
+             "anchor": {"oneOf": [{"const": "registration"}, obj({"intervention": S}, ["intervention"], extra=False)]}},
+            ["type", "days_after", "hour", "minute", "anchor"], extra=False),
+    ],
+    "description": "Local wall-clock times of the participant; day_of_week 0 = Sunday.",
+}
+
+MOCK_SCHEMAS = {
+    **COMMON_SCHEMAS,
+    "Health": obj({"status": {"const": "ok"}}, ["status"]),
+    "Info": obj({"service": S, "version": S, "pid": I, "url": S, "store": S, "kdf_iterations": I, "relay_url": NULLABLE_S},
+                ["service", "version", "pid", "url", "store", "kdf_iterations"]),
+    "CreateStudy": obj({"name": {"type": "string", "maxLength": 200}, "timezone": S,
+                        "scheduling": {"enum": ["server", "device"]}, "device_settings": {"type": "object"},
+                        "clock": obj({"frozen_at": TIME}, ["frozen_at"], extra=False),
+                        "max_delay_minutes": {"type": "integer", "minimum": 1, "maximum": 43200},
+                        "per_participant_keys": B, "interventions": arr(S, maxItems=1000)},
+                       ["name", "scheduling"], extra=False),
+    "Clock": obj({"now": TIME, "mode": {"enum": ["real", "frozen"]}}, ["now", "mode"]),
+    "Study": obj({"study_id": S, "name": S, "timezone": S, "scheduling": S, "max_delay_minutes": I,
+                  "per_participant_keys": B, "device_settings": {"type": "object"}, "clock": ref("Clock"),
+                  "interventions": arr(S), "created_at": TIME},
+                 ["study_id", "name", "timezone", "scheduling", "max_delay_minutes", "per_participant_keys", "device_settings",
+                  "clock", "interventions", "created_at"]),
+    "StudyStats": obj({"participants": I, "registered": I, "occurrences_pending": I, "pushes_sent": I, "submissions": I},
+                      ["participants", "registered", "occurrences_pending", "pushes_sent", "submissions"]),
+    "CreateParticipants": obj({"patient_id": S, "password": S, "count": {"type": "integer", "minimum": 1, "maximum": 100000}},
+                              extra=False, description="One participant (`patient_id`, `password` optional) or `count` of them."),
+    "CreatedParticipants": obj({"participants": arr(obj({"patient_id": S, "password": S}, ["patient_id", "password"]))},
+                               ["participants"]),
+    "Participant": obj({"patient_id": S, "study_id": S, "registered_at": NULLABLE_S, "timezone": NULLABLE_S,
+                        "timezone_fallback": B, "push_token": NULLABLE_S, "push_token_unregistered": B,
+                        "device_id": NULLABLE_S, "os": NULLABLE_S},
+                       ["patient_id", "study_id", "timezone_fallback", "push_token_unregistered"]),
+    "Intervention": obj({"name": S, "date": {"type": "string", "format": "date"}}, ["name", "date"], extra=False),
+    "InterventionName": obj({"name": S}, ["name"], extra=False),
+    "Schedule": SCHEDULE,
+    "CreateSurvey": obj({"name": S, "survey_type": {"enum": ["tracking_survey", "audio_survey"]},
+                         "content": arr({"type": "object"}, maxItems=1000), "settings": ANY,
+                         "schedules": arr(ref("Schedule"), maxItems=1000)},
+                        ["name", "survey_type", "content", "schedules"], extra=False),
+    "SurveyCreated": obj({"survey_id": S}, ["survey_id"]),
+    "SurveyEntry": obj({"_id": S, "name": S, "survey_type": S, "content": arr(ANY), "settings": ANY,
+                        "timings": arr(arr(I))}, ["_id", "survey_type", "content"]),
+    "Occurrence": obj({"uuid": S, "survey_id": S, "patient_id": S, "due_at": TIME, "local_time": S, "status": S},
+                      ["uuid", "survey_id", "patient_id", "due_at", "local_time", "status"]),
+    "PushLogEntry": obj({"uuid": S, "patient_id": S, "survey_ids": arr(S), "schedule_uuids": arr(S), "due_at": TIME,
+                         "sent_at": NULLABLE_S, "status": S, "relay_status": {"type": ["integer", "null"]},
+                         "relay_reason": NULLABLE_S, "nonce": NULLABLE_S, "confirmed_uuids": {"type": ["array", "null"], "items": S}},
+                        ["uuid", "patient_id", "survey_ids", "due_at", "status"]),
+    "Submission": obj({"survey_id": S, "patient_id": S, "file_name": S, "received_at": TIME,
+                       "answers": arr(obj({"question_id": S, "question_type": S, "question_text": S, "answer": S}))},
+                      ["survey_id", "patient_id", "received_at", "answers"]),
+    "StoredPing": obj({"document_id": S, "app_id": S, "ping": S, "schema_version": S, "client_id": S, "received_at": TIME,
+                       "body": ANY}, ["document_id", "app_id", "ping", "client_id", "received_at", "body"]),
+    "SeqGaps": obj({"client_id": S, "ping": S, "stored": I, "highest": I, "missing": arr(I), "missing_count": I},
+                   ["client_id", "ping", "stored", "highest", "missing"]),
+    "ClockRequest": obj({"freeze_at": TIME, "advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000},
+                         "real": {"const": True}}, extra=False, minProperties=1, maxProperties=1,
+                        description="Exactly one of `freeze_at`, `advance_seconds`, `real`."),
+    "ClockResult": obj({"now": TIME, "mode": S, "fired": arr(ref("PushLogEntry"))}, ["now", "mode", "fired"]),
+    "FeatureSetting": obj({"rollout": ANY, "experiment": obj({"slug": S, "branches": arr(obj(
+        {"slug": S, "ratio": {"type": "number", "minimum": 0}, "value": ANY}, ["slug", "ratio"]))}, ["slug", "branches"])}),
+    "Features": obj({"features": {"type": "object"}, "enrollments": arr(obj({"slug": S, "branch": S, "feature_id": S},
+                                                                          ["slug", "branch", "feature_id"]))},
+                    ["features", "enrollments"]),
+    "FaultRule": obj({"route": S, "status": {"type": "integer", "minimum": 100, "maximum": 599},
+                      "delay_ms": obj({"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}, ["min", "max"]),
+                      "probability": {"type": "number", "minimum": 0, "maximum": 1}, "seed": {"type": "integer", "minimum": 0}},
+                     ["route", "probability"], extra=False),
+    "Ping": obj({"ping_info": obj({"seq": {"type": "integer", "minimum": 0, "maximum": 2147483647}, "start_time": S,
+                                   "end_time": S, "reason": S}, ["seq", "start_time", "end_time"]),
+                 "client_info": obj({"client_id": S, "app_build": S, "app_display_version": S, "os": S, "os_version": S,
+                                     "locale": S, "telemetry_sdk_build": S}, ["client_id"]),
+                 "events": arr(obj({"timestamp": I, "category": S, "name": S, "extra": {"type": "object",
+                                                                                      "additionalProperties": S}},
+                                   ["timestamp", "category", "name"]), maxItems=10000),
+                 "metrics": {"type": "object"}}, ["ping_info", "client_info"],
+                description="A Glean-shaped ping (1 MiB at most after decompression)."),
+    "Registration": obj({"client_public_key": S, "device_settings": {"type": "object"}, "ios_plist": {"type": "null"},
+                         "android_firebase_json": {"type": "null"}, "study_name": S, "study_id": S,
+                         "scheduling": {"enum": ["server", "device"]}, "timezone": S},
+                        ["client_public_key", "device_settings", "study_name", "study_id"]),
+}
+
+CREDENTIALS = {
+    "patient_id": S,
+    "password": {"type": "string", "description": "base64url(sha256(plaintext)) with = padding"},
+    "device_id": S,
+    "timezone": S, "version_code": S, "version_name": S, "os_version": S, "device_status_report": S,
+    "notification_uuids": {"type": "string", "description": "JSON list of schedule uuids (receipts)"},
+}
+
+
+def mobile_form(extra_props=None, extra_required=()):
+    props = dict(CREDENTIALS)
+    props.update(extra_props or {})
+    schema = obj(props, ["patient_id", "password", "device_id", *extra_required])
+    return {"required": True, "content": {
+        "application/x-www-form-urlencoded": {"schema": schema},
+        "multipart/form-data": {"schema": schema},
+    }}
+
+
+MOBILE = [
+    ("/register_user", "Registers the device", mobile_form({
+        "new_password": S, "phone_number": S, "fcm_token": S, "device_os": S, "product": S, "brand": S, "hardware_id": S,
+        "manufacturer": S, "model": S, "beiwe_version": S}), ok(ref("Registration"))),
+    ("/set_fcm_token", "Replaces the push token", mobile_form({"fcm_token": S}, ["fcm_token"]), empty()),
+    ("/download_surveys", "The whole survey set, with timings", mobile_form(), ok(arr(ref("SurveyEntry")))),
+    ("/download_survey", "One survey's spec (after a push)", mobile_form({"survey_id": S, "schedule_uuid": S}, ["survey_id"]),
+     ok(ref("SurveyEntry"))),
+    ("/upload", "A Beiwe-encrypted data file", mobile_form({"file_name": S, "file": S}, ["file_name", "file"]),
+     ok({"type": "string", "const": "upload successful."}, content_type="text/plain; charset=utf-8")),
+    ("/mobile-heartbeat", "Records a heartbeat", mobile_form({"message": S}), ok({"type": "object"})),
+    ("/get_latest_device_settings", "The study's device settings", mobile_form(), ok({"type": "object"})),
+    ("/confirm_notifications", "Receipts for delivered notifications", mobile_form({}, ["notification_uuids"]), empty()),
+]
+
+
+def mock_server_document():
+    paths = {}
+    for path, summary, body, success in MOBILE:
+        for variant, note in ((path, ""), (path + "/ios", " (iOS: authentication failures answer 401)")):
+            paths[variant] = {"post": op(summary + note, {**success, **errors()}, body=body, tags=["mobile"])}
+    study = path_param("study_id")
+    admin = "/__admin"
+    paths.update({
+        f"{admin}/health": {"get": op("Health", {**ok(ref("Health")), **errors()}, tags=["admin"])},
+        f"{admin}/info": {"get": op("Version, pid, bound URL, store, kdf iterations, relay URL", {**ok(ref("Info")), **errors()}, tags=["admin"])},
+        f"{admin}/reset": {"post": op("Wipes everything", {**empty(), **errors()}, tags=["admin"])},
+        f"{admin}/faults": {"put": op("Replaces the fault rules (`[]` clears)", {**empty(), **errors()},
+                                      body=json_body({"oneOf": [arr(ref("FaultRule"), maxItems=100), ref("FaultRule")]}), tags=["admin"])},
+        f"{admin}/studies": {"post": op("Creates a study", {**ok(ref("Study"), "201", "Created"), **errors()},
+                                        body=json_body(ref("CreateStudy")), tags=["admin"])},
+        f"{admin}/studies/{{study_id}}": {"get": op("A study", {**ok(ref("Study")), **errors()}, params=[study], tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/stats": {"get": op("Counts", {**ok(ref("StudyStats")), **errors()}, params=[study], tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/interventions": {"post": op("Declares an intervention name",
+                                                                   {**ok(ref("Study"), "201", "Created"), **errors()},
+                                                                   body=json_body(ref("InterventionName")), params=[study], tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/participants": {"post": op("Creates participants (temporary passwords in plaintext)",
+                                                                  {**ok(ref("CreatedParticipants"), "201", "Created"), **errors()},
+                                                                  body=json_body(ref("CreateParticipants")), params=[study], tags=["admin"])},
+        f"{admin}/participants/{{patient_id}}": {"get": op("A participant", {**ok(ref("Participant")), **errors()},
+                                                           params=[path_param("patient_id")], tags=["admin"])},
+        f"{admin}/participants/{{patient_id}}/interventions": {"post": op("Sets an intervention date (anchor of relative schedules)",
+                                                                          {**empty(), **errors()}, body=json_body(ref("Intervention")),
+                                                                          params=[path_param("patient_id")], tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/surveys": {"post": op("Creates a survey", {**ok(ref("SurveyCreated"), "201", "Created"), **errors()},
+                                                             body=json_body(ref("CreateSurvey")), params=[study], tags=["admin"])},
+        f"{admin}/surveys/{{survey_id}}": {
+            "get": op("A survey (with timings)", {**ok(ref("SurveyEntry")), **errors()}, params=[path_param("survey_id")], tags=["admin"]),
+            "put": op("Replaces a survey (never re-sends an occurrence already sent)", {**ok(ref("SurveyCreated")), **errors()},
+                      body=json_body(ref("CreateSurvey")), params=[path_param("survey_id")], tags=["admin"]),
+            "delete": op("Deletes a survey (pending occurrences are dropped)", {**empty(), **errors()},
+                         params=[path_param("survey_id")], tags=["admin"]),
+        },
+        f"{admin}/studies/{{study_id}}/occurrences": {"get": op("Pending occurrences (`status=all`: every one)",
+                                                                {**ok(arr(ref("Occurrence"))), **errors()},
+                                                                params=[study, query("patient_id"), query("status", {"enum": ["all", "pending"]})],
+                                                                tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/pushes": {"get": op("The push send log", {**ok(arr(ref("PushLogEntry"))), **errors()},
+                                                           params=[study, query("patient_id")], tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/submissions": {"get": op("Decrypted survey answers", {**ok(arr(ref("Submission"))), **errors()},
+                                                                params=[study, query("patient_id")], tags=["admin"])},
+        f"{admin}/telemetry": {"get": op("Stored pings, oldest first", {**ok(arr(ref("StoredPing"))), **errors()},
+                                         params=[query("client_id"), query("ping"), query("since", TIME)], tags=["admin"])},
+        f"{admin}/telemetry/gaps": {"get": op("Missing ping sequence numbers per client and ping", {**ok(arr(ref("SeqGaps"))), **errors()},
+                                              params=[query("client_id")], tags=["admin"])},
+        f"{admin}/studies/{{study_id}}/clock": {
+            "get": op("The study clock", {**ok(ref("Clock")), **errors()}, params=[study], tags=["admin"]),
+            "post": op("Freezes, advances or releases the study clock; returns once every push due by then went to the relay",
+                       {**ok(ref("ClockResult")), **errors()}, body=json_body(ref("ClockRequest")), params=[study], tags=["admin"]),
+        },
+        f"{admin}/features/{{app_id}}": {"get": op("An app's feature settings", {**ok({"type": "object"}), **errors()},
+                                                   params=[path_param("app_id")], tags=["features"])},
+        f"{admin}/features/{{app_id}}/{{feature_id}}": {
+            "put": op("Sets a feature's rollout value and experiment", {**empty(), **errors()}, body=json_body(ref("FeatureSetting")),
+                      params=[path_param("app_id"), path_param("feature_id")], tags=["features"]),
+            "delete": op("Removes a feature", {**empty(), **errors()}, params=[path_param("app_id"), path_param("feature_id")],
+                         tags=["features"]),
+        },
+        "/features/{app_id}": {"get": op("Feature values for a client (rollout merged with its experiment branch)",
+                                         {**ok(ref("Features")), **errors()},
+                                         params=[path_param("app_id"), {"name": "client_id", "in": "query", "required": True,
+                                                                        "schema": {"type": "string", "minLength": 1}}],
+                                         tags=["features"])},
+        "/submit/{app_id}/{ping}/{schema}/{document_id}": {"post": op(
+            "Stores a telemetry ping (a document id seen before: 200, stored once)", {**empty("200", "Stored"), **errors()},
+            body=json_body(ref("Ping")),
+            params=[path_param("app_id"), path_param("ping"), path_param("schema"), path_param("document_id")], tags=["telemetry"])},
+    })
+    paths.update(journal_paths(admin, "admin"))
+    paths.update(metrics_path())
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "mock-server", "version": VERSION,
+                 "description": "The Beiwe-compatible mock study server: mobile API (Beiwe's), telemetry ingestion, "
+                                "features, and the admin API under /__admin (loopback, or a bearer token with --admin-token)."},
+        "paths": dict(sorted(paths.items())),
+        "components": {"schemas": MOCK_SCHEMAS},
+    }
+
+
+# MARK: push-relay
+
+RELAY_SCHEMAS = {
+    **COMMON_SCHEMAS,
+    "Health": obj({"status": {"const": "ok"}, "version": S}, ["status", "version"]),
+    "DeviceRequest": obj({"platform": {"enum": ["ios", "android"]}, "app_id": {"type": "string", "minLength": 1}},
+                         ["platform", "app_id"]),
+    "Token": obj({"token": S}, ["token"]),
+    "Ack": obj({"ids": arr(S)}, ["ids"]),
+    "Message": obj({"id": S, "payload": ANY, "priority": {"type": ["integer", "null"]}, "collapse_id": NULLABLE_S,
+                    "push_type": NULLABLE_S, "sent_at": I}, ["id", "payload", "sent_at"]),
+    "DeviceView": obj({"token": S, "platform": S, "app_id": S, "connected": B, "reachable": B, "pending": arr(ref("Message")),
+                       "delivered": I, "acked": I, "streams_opened": I},
+                      ["token", "platform", "connected", "reachable", "pending", "delivered", "acked"]),
+    "Reachability": obj({"reachable": B}, ["reachable"]),
+    "Faults": obj({"seed": {"type": "integer", "minimum": 0}, "token": S,
+                   "drop_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                   "duplicate_rate": {"type": "number", "minimum": 0, "maximum": 1},
+                   "delay_ms": obj({"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}, ["min", "max"]),
+                   "reorder_window": {"type": "integer", "minimum": 0}, "outage": obj({"status": I, "seconds": N}, ["seconds"]),
+                   "blackhole": B, "zombie": B, "close_all": B}, extra=False),
+    "ClockAdvance": obj({"advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000}}, ["advance_seconds"]),
+    "ClockNow": obj({"now": TIME}, ["now"]),
+    "APNsError": obj({"reason": S, "timestamp": I}, ["reason"]),
+    "FCMSend": obj({"message": obj({"token": S, "data": {"type": "object", "additionalProperties": S},
+                                    "notification": obj({"title": S, "body": S}),
+                                    "android": obj({"ttl": S, "collapse_key": S, "priority": {"enum": ["high", "normal"]}})})},
+                   ["message"]),
+    "FCMName": obj({"name": S}, ["name"]),
+    "FCMError": obj({"error": obj({"code": I, "message": S, "status": S, "details": arr({"type": "object"})},
+                                  ["code", "status"])}, ["error"]),
+}
+
+
+def relay_document():
+    token = path_param("token")
+    apns_headers = [
+        {"name": "apns-id", "in": "header", "required": False, "schema": {"type": "string", "format": "uuid"}},
+        {"name": "apns-expiration", "in": "header", "required": False, "schema": {"type": "string", "pattern": "^[0-9]{1,12}$"}},
+        {"name": "apns-priority", "in": "header", "required": False, "schema": {"enum": ["10", "5", "1"]}},
+        {"name": "apns-collapse-id", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 64}},
+        {"name": "apns-push-type", "in": "header", "required": False, "schema": {"enum": ["alert", "background"]}},
+    ]
+    apns_errors = {"default": {"description": "APNs refusal (`reason`)", "content": {"application/json": {"schema": ref("APNsError")}}}}
+    paths = {
+        "/3/device/{token}": {"post": op("APNs-style send", {
+            "200": {"description": "Accepted", "headers": {"apns-id": {"schema": S, "required": True}}}, **apns_errors},
+            body=json_body({"type": "object"}), params=[token, *apns_headers], tags=["provider"])},
+        "/3/device": {"post": op("APNs-style send without a token (always 400 MissingDeviceToken)", apns_errors, tags=["provider"])},
+        "/v1/projects/{project}/messages:send": {"post": op("FCM v1-style send", {
+            **ok(ref("FCMName")),
+            "default": {"description": "FCM v1 error", "content": {"application/json": {"schema": {"oneOf": [ref("FCMError"), ref("Error")]}}}}},
+            body=json_body(ref("FCMSend")), params=[path_param("project")], tags=["provider"])},
+        "/v1/devices": {"post": op("Issues a device token", {**ok(ref("Token"), "201", "Created"), **errors()},
+                                   body=json_body(ref("DeviceRequest")), tags=["device"])},
+        "/v1/devices/{token}/stream": {"get": op("The device's push stream (text/event-stream; unacked messages are sent again on connect)", {
+            "200": {"description": "Events: `push`, `deleted_messages`; `: keepalive` comments",
+                    "content": {"text/event-stream": {"schema": S}}}, **errors()},
+            params=[token, {"name": "Last-Event-ID", "in": "header", "required": False, "schema": S}], tags=["device"])},
+        "/v1/devices/{token}/ack": {"post": op("Acknowledges messages (never sent again)", {**empty(), **errors()},
+                                               body=json_body(ref("Ack")), params=[token], tags=["device"])},
+        "/v1/devices/{token}/rotate": {"post": op("Rotates the token (the old one answers 410 from then on)",
+                                                  {**ok(ref("Token")), **errors()}, params=[token], tags=["device"])},
+        "/v1/devices/{token}": {"delete": op("Uninstall: later sends answer 410", {**empty(), **errors()}, params=[token], tags=["device"])},
+        "/__control/health": {"get": op("Health and version", {**ok(ref("Health")), **errors()}, tags=["control"])},
+        "/__control/stats": {"get": op("Counters", {**ok({"type": "object"}), **errors()}, tags=["control"])},
+        "/__control/devices/{token}": {
+            "get": op("A device's state", {**ok(ref("DeviceView")), **errors()}, params=[token], tags=["control"]),
+            "put": op("Makes a device unreachable (disconnected, cannot reconnect) or reachable", {**ok(ref("DeviceView")), **errors()},
+                      body=json_body(ref("Reachability")), params=[token], tags=["control"]),
+        },
+        "/__control/faults": {"put": op("Sets delivery faults", {**empty(), **errors()}, body=json_body(ref("Faults")), tags=["control"])},
+        "/__control/trace": {"get": op("Per message: accepted, stored, delivered, acked, expired, dropped, with times",
+                                       {**ok(arr({"type": "object"})), **errors()}, params=[query("token")], tags=["control"])},
+        "/__control/clock": {"post": op("Advances the relay clock (TTL expiry)", {**ok(ref("ClockNow")), **errors()},
+                                        body=json_body(ref("ClockAdvance")), tags=["control"])},
+        "/__control/reset": {"post": op("Forgets every device and message", {**empty(), **errors()}, tags=["control"])},
+    }
+    paths.update(journal_paths("/__control", "control"))
+    paths.update(metrics_path())
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "push-relay", "version": VERSION,
+                 "description": "The simulated push relay: APNs- and FCM-style provider API, the device link the SDK streams "
+                                "pushes from, and the control API under /__control."},
+        "paths": dict(sorted(paths.items())),
+        "components": {"schemas": RELAY_SCHEMAS},
+    }
+
+
+def main():
+    check = "--check" in sys.argv
+    outputs = {"mock-server.json": mock_server_document(), "push-relay.json": relay_document()}
+    stale = []
+    for name, document in outputs.items():
+        text = json.dumps(document, indent=2, sort_keys=False) + "\n"
+        target = ROOT / "docs/openapi" / name
+        if check:
+            if not target.exists() or target.read_text() != text:
+                stale.append(name)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text)
+    if stale:
+        print("out of date (run python3 scripts/openapi/generate.py): " + ", ".join(stale), file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
