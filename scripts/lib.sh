@@ -3,7 +3,8 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PACKAGES=(libcurl4-openssl-dev libssl-dev libsqlite3-dev zlib1g-dev pkg-config)
+APT_PACKAGES=(libcurl4-openssl-dev libssl-dev libsqlite3-dev zlib1g-dev pkg-config python3-venv)
+VENV="$ROOT/.build/venv"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
@@ -30,6 +31,17 @@ ensure_packages() {
     fi
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# The Python tools of scripts/python-tools.txt (schemathesis, pytest) in a venv under .build.
+ensure_python_tools() {
+    ensure_packages
+    local want="$ROOT/scripts/python-tools.txt"
+    if [ -x "$VENV/bin/st" ] && [ -x "$VENV/bin/pytest" ] && cmp -s "$want" "$VENV/tools.txt"; then return 0; fi
+    log "installing Python tools into $VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$want"
+    cp "$want" "$VENV/tools.txt"
 }
 
 build() {

@@ -27,9 +27,10 @@ public struct WireRangeError: Error, Sendable, Equatable, CustomStringConvertibl
     }
 
     /// Throws `too_long` when a text has more than `limit` UTF-8 bytes.
-    public static func check(_ text: String, maxBytes limit: Int, _ field: String) throws(WireRangeError) {
-        guard text.utf8.count <= limit else {
-            throw WireRangeError(code: "too_long", field: field, message: "\(field) is longer than \(limit) bytes")
+    /// Length in Unicode scalars (code points), as JSON Schema's `maxLength` counts, so the API documents can state it.
+    public static func check(_ text: String, maxLength limit: Int, _ field: String) throws(WireRangeError) {
+        guard text.unicodeScalars.count <= limit else {
+            throw WireRangeError(code: "too_long", field: field, message: "\(field) is longer than \(limit) characters")
         }
     }
 }
@@ -59,9 +60,9 @@ public enum WireLimits {
     /// The relay's `POST /__control/clock` advance, in seconds (the same 400 days as the server's clock moves).
     public static let relayClockAdvanceSeconds: ClosedRange<Int64> = 0...(400 * 86_400)
     /// Names and other short texts of the admin API (study, survey, intervention, feature and experiment names).
-    public static let nameBytes = 200
+    public static let nameLength = 200
     /// A stored free-text field of the mobile API (`message` of a heartbeat, `device_status_report`).
-    public static let freeTextBytes = 64 * 1024
+    public static let freeTextLength = 64 * 1024
     /// Events in one telemetry ping (Glean's own batch is 500; a ping may carry a few batches).
     public static let pingEvents = 10_000
     /// A survey's questions and schedule entries.
@@ -71,7 +72,7 @@ public enum WireLimits {
 
 extension AdminWire.CreateStudy: RangeChecked {
     public func checkRanges() throws(WireRangeError) {
-        try WireRangeError.check(name, maxBytes: WireLimits.nameBytes, "name")
+        try WireRangeError.check(name, maxLength: WireLimits.nameLength, "name")
         if let minutes = maxDelayMinutes { try WireRangeError.check(minutes, in: WireLimits.maxDelayMinutes, "max_delay_minutes") }
         if let clock, let at = WireTime.parse(clock.frozenAt) { try WireTime.checkYear(at, "clock.frozen_at") }
         if let interventions {
@@ -83,14 +84,14 @@ extension AdminWire.CreateStudy: RangeChecked {
 extension AdminWire.CreateParticipants: RangeChecked {
     public func checkRanges() throws(WireRangeError) {
         if let count { try WireRangeError.check(count, in: WireLimits.participantsPerRequest, "count") }
-        if let patientID { try WireRangeError.check(patientID, maxBytes: 32, "patient_id") }
-        if let password { try WireRangeError.check(password, maxBytes: 256, "password") }
+        if let patientID { try WireRangeError.check(patientID, maxLength: 32, "patient_id") }
+        if let password { try WireRangeError.check(password, maxLength: 256, "password") }
     }
 }
 
 extension AdminWire.CreateSurvey: RangeChecked {
     public func checkRanges() throws(WireRangeError) {
-        try WireRangeError.check(name, maxBytes: WireLimits.nameBytes, "name")
+        try WireRangeError.check(name, maxLength: WireLimits.nameLength, "name")
         try WireRangeError.check(content.count, in: 0...WireLimits.surveyQuestions, "content")
         try WireRangeError.check(schedules.count, in: 0...WireLimits.surveySchedules, "schedules")
         // Each schedule entry checked its own ranges (Schedule.validate) while it was decoded.
@@ -106,7 +107,7 @@ extension AdminWire.ClockRequest: RangeChecked {
 
 extension AdminWire.Intervention: RangeChecked {
     public func checkRanges() throws(WireRangeError) {
-        try WireRangeError.check(name, maxBytes: WireLimits.nameBytes, "name")
+        try WireRangeError.check(name, maxLength: WireLimits.nameLength, "name")
         if let date = LocalDate(date) { try WireRangeError.check(date.year, in: WireLimits.years, "date") }
     }
 }
@@ -115,7 +116,10 @@ extension TelemetryPing: RangeChecked {
     public func checkRanges() throws(WireRangeError) {
         try WireRangeError.check(pingInfo.seq, in: WireLimits.pingSeq, "ping_info.seq")
         try WireRangeError.check(events.count, in: 0...WireLimits.pingEvents, "events")
-        try WireRangeError.check(clientInfo.clientID, maxBytes: 200, "client_info.client_id")
+        try WireRangeError.check(clientInfo.clientID, maxLength: 200, "client_info.client_id")
+        if let metrics, metrics != .null, metrics.objectValue == nil {
+            throw WireRangeError(code: "invalid_field", field: "metrics", message: "metrics must be an object")
+        }
     }
 }
 

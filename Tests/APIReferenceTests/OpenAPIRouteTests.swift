@@ -55,3 +55,18 @@ import Testing
         #expect(Data(PushRelayServer.openAPIDocument) == relay)
     }
 }
+
+/// The document's list of Beiwe device settings (what `device_settings` may override) is the server's.
+@Suite struct DocumentedFieldTests {
+    @Test func deviceSettingsListTheServersKeys() throws {
+        let data = try Data(contentsOf: OpenAPIRouteTests.docs.appendingPathComponent("mock-server.json"))
+        let root = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let schemas = try #require((root["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let study = try #require((schemas["CreateStudy"] as? [String: Any])?["properties"] as? [String: Any])
+        // Optional request fields are documented as `anyOf: [schema, null]`.
+        let field = try #require(study["device_settings"] as? [String: Any])
+        let schema = (field["anyOf"] as? [[String: Any]])?.first ?? field
+        let settings = try #require(schema["properties"] as? [String: Any])
+        #expect(Set(settings.keys) == Set(DeviceSettings.defaults.keys))
+    }
+}

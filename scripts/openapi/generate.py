@@ -27,6 +27,16 @@ def obj(props, required=(), extra=True, **more):
     return schema
 
 
+def nullable(schema):
+    """A request field Swift decodes as optional: `null` means absent."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def req(props, required=(), extra=True, **more):
+    """A request body object: its optional fields also take `null` (read as absent)."""
+    return obj({key: value if key in required else nullable(value) for key, value in props.items()}, required, extra, **more)
+
+
 def arr(items, **more):
     return {"type": "array", "items": items, **more}
 
@@ -37,6 +47,16 @@ B = {"type": "boolean"}
 N = {"type": "number"}
 ANY = {}
 TIME = {"type": "string", "description": "RFC 3339 UTC time"}
+# Times and dates the servers read: RFC 3339, in the years 1970-2999 where the server limits them.
+TIME_IN = {"type": "string", "format": "date-time"}
+YEAR = "(19[7-9][0-9]|2[0-9]{3})"
+TIME_LIMITED = {"type": "string", "format": "date-time", "pattern": f"^{YEAR}-", "description": "RFC 3339, years 1970-2999"}
+DATE_LIMITED = {"type": "string", "format": "date", "pattern": f"^{YEAR}-", "description": "YYYY-MM-DD, years 1970-2999"}
+NAME = {"type": "string", "minLength": 1, "maxLength": 200}
+# Form fields never carry NUL (refused with 400 invalid_character).
+NO_NUL = "^[^\\u0000]*$"
+FORM_S = {"type": "string", "pattern": NO_NUL}
+INT64 = {"type": "integer", "minimum": -9223372036854775808, "maximum": 9223372036854775807}
 NULLABLE_S = {"type": ["string", "null"]}
 
 
@@ -120,20 +140,36 @@ def metrics_path():
 
 # MARK: mock-server
 
+# Beiwe's device settings (Sources/MockServer/DeviceSettings.swift; Tests/APIReferenceTests checks the list).
+DEVICE_SETTINGS = sorted("""
+about_page_text accelerometer accelerometer_frequency accelerometer_off_duration_seconds accelerometer_on_duration_seconds
+allow_upload_over_cellular_data ambient_audio ambient_audio_bitrate ambient_audio_off_duration_seconds
+ambient_audio_on_duration_seconds ambient_audio_sampling_rate bluetooth bluetooth_global_offset_seconds
+bluetooth_on_duration_seconds bluetooth_total_duration_seconds call_clinician_button_enabled call_clinician_button_text
+call_research_assistant_button_enabled calls check_for_new_surveys_frequency_seconds consent_form_text consent_sections
+create_new_data_files_frequency_seconds devicemotion devicemotion_off_duration_seconds devicemotion_on_duration_seconds gps
+gps_off_duration_seconds gps_on_duration_seconds gyro gyro_frequency gyro_off_duration_seconds gyro_on_duration_seconds
+heartbeat_message heartbeat_timer_minutes magnetometer magnetometer_off_duration_seconds magnetometer_on_duration_seconds
+power_state proximity reachability resend_period_minutes seconds_before_auto_logout survey_submit_success_toast_text texts
+upload_data_files_frequency_seconds use_anonymized_hashing use_gps_fuzzing voice_recording_max_time_length_seconds wifi
+wifi_log_frequency_seconds
+""".split())
+
 SCHEDULE = {
     "oneOf": [
         obj({"type": {"const": "weekly"}, "day_of_week": {"type": "integer", "minimum": 0, "maximum": 6},
              "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59},
-             "from": {"oneOf": [{"type": "string", "format": "date"}, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]},
-             "until": {"oneOf": [{"type": "string", "format": "date"}, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]}},
+             "from": {"oneOf": [{"type": "null"}, DATE_LIMITED, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]},
+             "until": {"oneOf": [{"type": "null"}, DATE_LIMITED, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]}},
             ["type", "day_of_week", "hour", "minute"], extra=False),
-        obj({"type": {"const": "absolute"}, "date": {"type": "string", "format": "date"},
+        obj({"type": {"const": "absolute"}, "date": DATE_LIMITED,
              "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59}},
             ["type", "date", "hour", "minute"], extra=False),
         obj({"type": {"const": "relative"}, "days_after": {"type": "integer", "minimum": 0, "maximum": 3650},
              "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59},
-             "anchor": {"oneOf": [{"const": "registration"}, obj({"intervention": S}, ["intervention"], extra=False)]}},
-            ["type", "days_after", "hour", "minute", "anchor"], extra=False),
+             "anchor": {"oneOf": [{"const": "registration"}, obj({"intervention": S}, ["intervention"], extra=False)],
+                        "description": "default: registration"}},
+            ["type", "days_after", "hour", "minute"], extra=False),
     ],
     "description": "Local wall-clock times of the participant; day_of_week 0 = Sunday.",
 }
@@ -143,11 +179,15 @@ MOCK_SCHEMAS = {
     "Health": obj({"status": {"const": "ok"}}, ["status"]),
     "Info": obj({"service": S, "version": S, "pid": I, "url": S, "store": S, "kdf_iterations": I, "relay_url": NULLABLE_S},
                 ["service", "version", "pid", "url", "store", "kdf_iterations"]),
-    "CreateStudy": obj({"name": {"type": "string", "maxLength": 200}, "timezone": S,
-                        "scheduling": {"enum": ["server", "device"]}, "device_settings": {"type": "object"},
-                        "clock": obj({"frozen_at": TIME}, ["frozen_at"], extra=False),
+    "CreateStudy": req({"name": {**NAME, "pattern": "\\S", "description": "not only white space"},
+                        "timezone": {"type": "string", "description": "a tz database name (default America/New_York)"},
+                        "scheduling": {"enum": ["server", "device"]},
+                        "device_settings": obj({key: ANY for key in DEVICE_SETTINGS}, extra=False,
+                                               description="Beiwe's device settings to override (others keep Beiwe's defaults)"),
+                        "clock": obj({"frozen_at": TIME_LIMITED}, ["frozen_at"], description="other keys are ignored"),
                         "max_delay_minutes": {"type": "integer", "minimum": 1, "maximum": 43200},
-                        "per_participant_keys": B, "interventions": arr(S, maxItems=1000)},
+                        "per_participant_keys": B,
+                        "interventions": arr({"type": "string", "minLength": 1, "maxLength": 100}, maxItems=1000)},
                        ["name", "scheduling"], extra=False),
     "Clock": obj({"now": TIME, "mode": {"enum": ["real", "frozen"]}}, ["now", "mode"]),
     "Study": obj({"study_id": S, "name": S, "timezone": S, "scheduling": S, "max_delay_minutes": I,
@@ -157,19 +197,30 @@ MOCK_SCHEMAS = {
                   "clock", "interventions", "created_at"]),
     "StudyStats": obj({"participants": I, "registered": I, "occurrences_pending": I, "pushes_sent": I, "submissions": I},
                       ["participants", "registered", "occurrences_pending", "pushes_sent", "submissions"]),
-    "CreateParticipants": obj({"patient_id": S, "password": S, "count": {"type": "integer", "minimum": 1, "maximum": 100000}},
-                              extra=False, description="One participant (`patient_id`, `password` optional) or `count` of them."),
+    "CreateParticipants": {"oneOf": [
+        obj({"count": {"type": "integer", "minimum": 1, "maximum": 10000}}, ["count"], extra=False),
+        req({"patient_id": {"type": "string", "pattern": "^[a-z0-9]{1,32}$"}, "password": {"type": "string", "minLength": 1, "maxLength": 256},
+             "count": {"type": "null"}}, extra=False)],
+        "description": "One participant (`patient_id` and `password` made up when absent) or `count` of them."},
     "CreatedParticipants": obj({"participants": arr(obj({"patient_id": S, "password": S}, ["patient_id", "password"]))},
                                ["participants"]),
     "Participant": obj({"patient_id": S, "study_id": S, "registered_at": NULLABLE_S, "timezone": NULLABLE_S,
                         "timezone_fallback": B, "push_token": NULLABLE_S, "push_token_unregistered": B,
                         "device_id": NULLABLE_S, "os": NULLABLE_S},
                        ["patient_id", "study_id", "timezone_fallback", "push_token_unregistered"]),
-    "Intervention": obj({"name": S, "date": {"type": "string", "format": "date"}}, ["name", "date"], extra=False),
-    "InterventionName": obj({"name": S}, ["name"], extra=False),
+    "Intervention": req({"name": NAME, "date": DATE_LIMITED}, ["name", "date"], extra=False),
+    "InterventionName": req({"name": {"type": "string", "minLength": 1, "maxLength": 100}}, ["name"], extra=False),
     "Schedule": SCHEDULE,
-    "CreateSurvey": obj({"name": S, "survey_type": {"enum": ["tracking_survey", "audio_survey"]},
-                         "content": arr({"type": "object"}, maxItems=1000), "settings": ANY,
+    "Question": obj({"question_id": {"type": "string", "minLength": 1}, "question_text": S,
+                     "question_type": {"enum": ["info_text_box", "slider", "radio_button", "checkbox", "free_response", "date",
+                                                "time", "date_time"]},
+                     "text_field_type": {"enum": ["NUMERIC", "SINGLE_LINE_TEXT", "MULTI_LINE_TEXT"]},
+                     "answers": arr(obj({"text": S}, ["text"])), "min": S, "max": S, "display_if": ANY,
+                     "required": {"description": "true: the participant must answer (Beiwe's flag; other values read as false)"}},
+                    ["question_id", "question_type"],
+                    description="Beiwe's question; radio_button and checkbox need `answers`; question ids unique in a survey."),
+    "CreateSurvey": req({"name": NAME, "survey_type": {"enum": ["tracking_survey", "audio_survey"]},
+                         "content": arr(ref("Question"), maxItems=1000), "settings": {"type": "object"},
                          "schedules": arr(ref("Schedule"), maxItems=1000)},
                         ["name", "survey_type", "content", "schedules"], extra=False),
     "SurveyCreated": obj({"survey_id": S}, ["survey_id"]),
@@ -188,27 +239,33 @@ MOCK_SCHEMAS = {
                        "body": ANY}, ["document_id", "app_id", "ping", "client_id", "received_at", "body"]),
     "SeqGaps": obj({"client_id": S, "ping": S, "stored": I, "highest": I, "missing": arr(I), "missing_count": I},
                    ["client_id", "ping", "stored", "highest", "missing"]),
-    "ClockRequest": obj({"freeze_at": TIME, "advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000},
-                         "real": {"const": True}}, extra=False, minProperties=1, maxProperties=1,
+    "ClockRequest": req({"freeze_at": {**TIME_LIMITED, "description": "RFC 3339, years 1970-2999, at most 400 days past the study clock"},
+                         "advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000},
+                         "real": {"type": "boolean", "description": "true: the study follows real time again"}}, extra=False, minProperties=1, maxProperties=1,
                         description="Exactly one of `freeze_at`, `advance_seconds`, `real`."),
     "ClockResult": obj({"now": TIME, "mode": S, "fired": arr(ref("PushLogEntry"))}, ["now", "mode", "fired"]),
-    "FeatureSetting": obj({"rollout": ANY, "experiment": obj({"slug": S, "branches": arr(obj(
-        {"slug": S, "ratio": {"type": "number", "minimum": 0}, "value": ANY}, ["slug", "ratio"]))}, ["slug", "branches"])}),
+    "FeatureSetting": obj({"rollout": ANY, "experiment": {"oneOf": [{"type": "null"}, obj({"slug": {"type": "string", "minLength": 1}, "branches": arr(obj(
+        {"slug": {"type": "string", "minLength": 1}, "ratio": {"type": ["number", "null"], "minimum": 0, "description": "weight (default 1)"}, "value": ANY}, ["slug"]),
+        minItems=1)}, ["slug", "branches"])]}}, extra=False, description="Branch slugs are unique; ratios are weights."),
     "Features": obj({"features": {"type": "object"}, "enrollments": arr(obj({"slug": S, "branch": S, "feature_id": S},
                                                                           ["slug", "branch", "feature_id"]))},
                     ["features", "enrollments"]),
-    "FaultRule": obj({"route": S, "status": {"type": "integer", "minimum": 100, "maximum": 599},
-                      "delay_ms": obj({"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}, ["min", "max"]),
+    "FaultRule": req({"route": {"type": "string", "pattern": "^/(?!__admin)", "description": "a path outside /__admin, e.g. /upload"},
+                      "status": {"type": "integer", "minimum": 400, "maximum": 599},
+                      "delay_ms": obj({"min": {"type": "integer", "minimum": 0, "maximum": 60000},
+                                       "max": {"type": "integer", "minimum": 0, "maximum": 60000}}, ["min", "max"],
+                                      description="min <= max"),
                       "probability": {"type": "number", "minimum": 0, "maximum": 1}, "seed": {"type": "integer", "minimum": 0}},
-                     ["route", "probability"], extra=False),
+                     ["route", "probability"], extra=False, description="Needs a status, a delay_ms, or both."),
     "Ping": obj({"ping_info": obj({"seq": {"type": "integer", "minimum": 0, "maximum": 2147483647}, "start_time": S,
-                                   "end_time": S, "reason": S}, ["seq", "start_time", "end_time"]),
-                 "client_info": obj({"client_id": S, "app_build": S, "app_display_version": S, "os": S, "os_version": S,
-                                     "locale": S, "telemetry_sdk_build": S}, ["client_id"]),
-                 "events": arr(obj({"timestamp": I, "category": S, "name": S, "extra": {"type": "object",
-                                                                                      "additionalProperties": S}},
+                                   "end_time": S, "reason": {"type": ["string", "null"]}}, ["seq", "start_time", "end_time"]),
+                 "client_info": obj({"client_id": {"type": "string", "maxLength": 200}, "app_build": S, "app_display_version": S,
+                                     "os": S, "os_version": S, "locale": S, "telemetry_sdk_build": S},
+                                    ["client_id", "app_build", "app_display_version", "os", "os_version", "locale", "telemetry_sdk_build"]),
+                 "events": arr(obj({"timestamp": INT64, "category": S, "name": S, "extra": {"type": ["object", "null"],
+                                                                                          "additionalProperties": S}},
                                    ["timestamp", "category", "name"]), maxItems=10000),
-                 "metrics": {"type": "object"}}, ["ping_info", "client_info"],
+                 "metrics": {"type": ["object", "null"]}}, ["ping_info", "client_info", "events"],
                 description="A Glean-shaped ping (1 MiB at most after decompression)."),
     "Registration": obj({"client_public_key": S, "device_settings": {"type": "object"}, "ios_plist": {"type": "null"},
                          "android_firebase_json": {"type": "null"}, "study_name": S, "study_id": S,
@@ -217,18 +274,19 @@ MOCK_SCHEMAS = {
 }
 
 CREDENTIALS = {
-    "patient_id": S,
-    "password": {"type": "string", "description": "base64url(sha256(plaintext)) with = padding"},
-    "device_id": S,
-    "timezone": S, "version_code": S, "version_name": S, "os_version": S, "device_status_report": S,
-    "notification_uuids": {"type": "string", "description": "JSON list of schedule uuids (receipts)"},
+    "patient_id": FORM_S,
+    "password": {**FORM_S, "description": "base64url(sha256(plaintext)) with = padding"},
+    "device_id": FORM_S,
+    "timezone": FORM_S, "version_code": FORM_S, "version_name": FORM_S, "os_version": FORM_S,
+    "device_status_report": {**FORM_S, "maxLength": 65536}, "notification_uuids": {**FORM_S, "description": "JSON list of schedule uuids (receipts)"},
 }
 
 
 def mobile_form(extra_props=None, extra_required=()):
     props = dict(CREDENTIALS)
     props.update(extra_props or {})
-    schema = obj(props, ["patient_id", "password", "device_id", *extra_required])
+    schema = obj(props, ["patient_id", "password", "device_id", *extra_required],
+                 additionalProperties=FORM_S, propertyNames={"pattern": NO_NUL})
     return {"required": True, "content": {
         "application/x-www-form-urlencoded": {"schema": schema},
         "multipart/form-data": {"schema": schema},
@@ -236,16 +294,16 @@ def mobile_form(extra_props=None, extra_required=()):
 
 
 MOBILE = [
-    ("/register_user", "Registers the device", mobile_form({
-        "new_password": S, "phone_number": S, "fcm_token": S, "device_os": S, "product": S, "brand": S, "hardware_id": S,
-        "manufacturer": S, "model": S, "beiwe_version": S}), ok(ref("Registration"))),
-    ("/set_fcm_token", "Replaces the push token", mobile_form({"fcm_token": S}, ["fcm_token"]), empty()),
+    ("/register_user", "Registers the device", mobile_form({key: FORM_S for key in [
+        "new_password", "phone_number", "fcm_token", "device_os", "product", "brand", "hardware_id", "manufacturer", "model",
+        "beiwe_version"]}), ok(ref("Registration"))),
+    ("/set_fcm_token", "Replaces the push token", mobile_form({"fcm_token": FORM_S}, ["fcm_token"]), empty()),
     ("/download_surveys", "The whole survey set, with timings", mobile_form(), ok(arr(ref("SurveyEntry")))),
-    ("/download_survey", "One survey's spec (after a push)", mobile_form({"survey_id": S, "schedule_uuid": S}, ["survey_id"]),
+    ("/download_survey", "One survey's spec (after a push)", mobile_form({"survey_id": FORM_S, "schedule_uuid": FORM_S}, ["survey_id"]),
      ok(ref("SurveyEntry"))),
-    ("/upload", "A Beiwe-encrypted data file", mobile_form({"file_name": S, "file": S}, ["file_name", "file"]),
+    ("/upload", "A Beiwe-encrypted data file", mobile_form({"file_name": FORM_S, "file": FORM_S}, ["file_name", "file"]),
      ok({"type": "string", "const": "upload successful."}, content_type="text/plain; charset=utf-8")),
-    ("/mobile-heartbeat", "Records a heartbeat", mobile_form({"message": S}), ok({"type": "object"})),
+    ("/mobile-heartbeat", "Records a heartbeat", mobile_form({"message": {**FORM_S, "maxLength": 65536}}), ok({"type": "object"})),
     ("/get_latest_device_settings", "The study's device settings", mobile_form(), ok({"type": "object"})),
     ("/confirm_notifications", "Receipts for delivered notifications", mobile_form({}, ["notification_uuids"]), empty()),
 ]
@@ -297,7 +355,7 @@ def mock_server_document():
         f"{admin}/studies/{{study_id}}/submissions": {"get": op("Decrypted survey answers", {**ok(arr(ref("Submission"))), **errors()},
                                                                 params=[study, query("patient_id")], tags=["admin"])},
         f"{admin}/telemetry": {"get": op("Stored pings, oldest first", {**ok(arr(ref("StoredPing"))), **errors()},
-                                         params=[query("client_id"), query("ping"), query("since", TIME)], tags=["admin"])},
+                                         params=[query("client_id"), query("ping"), query("since", TIME_IN)], tags=["admin"])},
         f"{admin}/telemetry/gaps": {"get": op("Missing ping sequence numbers per client and ping", {**ok(arr(ref("SeqGaps"))), **errors()},
                                               params=[query("client_id")], tags=["admin"])},
         f"{admin}/studies/{{study_id}}/clock": {
@@ -340,7 +398,7 @@ def mock_server_document():
 RELAY_SCHEMAS = {
     **COMMON_SCHEMAS,
     "Health": obj({"status": {"const": "ok"}, "version": S}, ["status", "version"]),
-    "DeviceRequest": obj({"platform": {"enum": ["ios", "android"]}, "app_id": {"type": "string", "minLength": 1}},
+    "DeviceRequest": req({"platform": {"enum": ["ios", "android"]}, "app_id": {"type": "string", "minLength": 1}},
                          ["platform", "app_id"]),
     "Token": obj({"token": S}, ["token"]),
     "Ack": obj({"ids": arr(S)}, ["ids"]),
@@ -349,19 +407,30 @@ RELAY_SCHEMAS = {
     "DeviceView": obj({"token": S, "platform": S, "app_id": S, "connected": B, "reachable": B, "pending": arr(ref("Message")),
                        "delivered": I, "acked": I, "streams_opened": I},
                       ["token", "platform", "connected", "reachable", "pending", "delivered", "acked"]),
-    "Reachability": obj({"reachable": B}, ["reachable"]),
-    "Faults": obj({"seed": {"type": "integer", "minimum": 0}, "token": S,
+    "Reachability": req({"reachable": B}, ["reachable"]),
+    "Faults": req({"seed": {"type": "integer", "minimum": 0}, "token": S,
                    "drop_rate": {"type": "number", "minimum": 0, "maximum": 1},
                    "duplicate_rate": {"type": "number", "minimum": 0, "maximum": 1},
-                   "delay_ms": obj({"min": {"type": "integer", "minimum": 0}, "max": {"type": "integer", "minimum": 0}}, ["min", "max"]),
-                   "reorder_window": {"type": "integer", "minimum": 0}, "outage": obj({"status": I, "seconds": N}, ["seconds"]),
-                   "blackhole": B, "zombie": B, "close_all": B}, extra=False),
-    "ClockAdvance": obj({"advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000}}, ["advance_seconds"]),
+                   "delay_ms": obj({"min": {"type": "integer", "minimum": 0, "maximum": 60000},
+                                    "max": {"type": "integer", "minimum": 0, "maximum": 60000}}, ["min", "max"], description="min <= max"),
+                   "reorder_window": {"type": "integer", "minimum": 0, "maximum": 1000},
+                   "outage": req({"status": {"type": "integer", "minimum": 400, "maximum": 599},
+                                  "seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": 86400}}, ["seconds"]),
+                   "blackhole": B, "zombie": B, "close_all": B}, extra=False,
+                  description="`token` names a device the relay knows (404 otherwise)."),
+    "ClockAdvance": req({"advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000}}, ["advance_seconds"]),
     "ClockNow": obj({"now": TIME}, ["now"]),
     "APNsError": obj({"reason": S, "timestamp": I}, ["reason"]),
-    "FCMSend": obj({"message": obj({"token": S, "data": {"type": "object", "additionalProperties": S},
-                                    "notification": obj({"title": S, "body": S}),
-                                    "android": obj({"ttl": S, "collapse_key": S, "priority": {"enum": ["high", "normal"]}})})},
+    "FCMSend": obj({"message": obj({"token": {"type": "string", "minLength": 1},
+                                    "data": nullable({"type": "object", "additionalProperties": S,
+                                                      "description": "at most 4096 bytes as JSON"}),
+                                    "notification": nullable(req({"title": S, "body": S})),
+                                    "android": nullable(req({"ttl": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?s$",
+                                                                     "description": "seconds, at most 2419200 (28 days)"},
+                                                             "collapse_key": S,
+                                                             "priority": {"type": "string", "pattern": "^([Hh][Ii][Gg][Hh]|[Nn][Oo][Rr][Mm][Aa][Ll])$",
+                                                                          "description": "high or normal (any case)"}}))},
+                                   ["token"])},
                    ["message"]),
     "FCMName": obj({"name": S}, ["name"]),
     "FCMError": obj({"error": obj({"code": I, "message": S, "status": S, "details": arr({"type": "object"})},

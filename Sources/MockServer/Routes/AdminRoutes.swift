@@ -103,7 +103,7 @@ struct AdminRoutes: Sendable {
 
     func addStudyIntervention(_ request: Request, _ studyID: String) async throws -> Response {
         let body = try await AdminValidation.decode(InterventionName.self, from: request, allowed: ["name"], limit: limit)
-        guard !body.name.isEmpty, body.name.count <= 100 else { throw MockServerError.badField("name", "name must be 1-100 characters") }
+        guard !body.name.isEmpty, body.name.unicodeScalars.count <= 100 else { throw MockServerError.badField("name", "name must be 1-100 characters") }
         _ = try await study(studyID)
         try await store.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO study_intervention (study_id, name) VALUES (?, ?)", arguments: [studyID, body.name])
@@ -314,7 +314,11 @@ struct AdminRoutes: Sendable {
     }
 
     func occurrences(_ request: Request, _ studyID: String) async throws -> Response {
-        let all = request.uri.queryParameters["status"].map(String.init) == "all"
+        let status = request.uri.queryParameters["status"].map(String.init)
+        guard status == nil || status == "all" || status == "pending" else {
+            throw MockServerError.badField("status", "status must be \"pending\" (the default) or \"all\"")
+        }
+        let all = status == "all"
         let rows = try await studyRows(OccurrenceRecord.self, request, studyID, extra: all ? nil : "status = 'pending'",
                                        order: "due_at, patient_id, survey_id")
         return JSONResponse.make(rows.map(\.view))

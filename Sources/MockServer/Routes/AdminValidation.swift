@@ -22,7 +22,7 @@ enum AdminValidation {
     }
 
     static func study(_ body: AdminWire.CreateStudy) throws {
-        guard !body.name.trimmingCharacters(in: .whitespaces).isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
+        guard !isBlank(body.name) else { throw MockServerError.badField("name", "name must not be empty or only white space") }
         guard ["server", "device"].contains(body.scheduling) else {
             throw MockServerError.badField("scheduling", "scheduling must be \"server\" or \"device\"")
         }
@@ -35,12 +35,21 @@ enum AdminValidation {
         if let clock = body.clock, WireTime.parse(clock.frozenAt) == nil {
             throw MockServerError.badField("clock.frozen_at", "frozen_at must be an RFC 3339 time")
         }
-        for name in body.interventions ?? [] where name.isEmpty || name.count > 100 {
+        for name in body.interventions ?? [] where name.isEmpty || name.unicodeScalars.count > 100 {
             throw MockServerError.badField("interventions", "intervention names must be 1-100 characters")
         }
         for key in (body.deviceSettings ?? [:]).keys.sorted() where DeviceSettings.defaults[key] == nil {
             throw MockServerError.badField("device_settings.\(key)", "'\(key)' is not a Beiwe device setting", code: "unknown_field")
         }
+    }
+
+    /// White space as JSON Schema patterns (ECMAScript's `\\s`) define it, so the document's `"pattern": "\\S"` states the rule.
+    static let whiteSpace: Set<Unicode.Scalar> = Set("\t\n\u{0B}\u{0C}\r \u{A0}\u{1680}\u{2028}\u{2029}\u{202F}\u{205F}\u{3000}\u{FEFF}".unicodeScalars)
+        .union((0x2000...0x200A).compactMap(Unicode.Scalar.init))
+
+    /// Empty, or nothing but white space.
+    static func isBlank(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy { whiteSpace.contains($0) }
     }
 
     static func survey(_ body: AdminWire.CreateSurvey, interventions: Set<String>) throws {

@@ -75,7 +75,7 @@ struct MobileAuth: Sendable {
             return limit.map { String(value.prefix($0)) } ?? value
         }
         if let report = form["device_status_report"] {
-            try WireRangeError.check(report, maxBytes: WireLimits.freeTextBytes, "device_status_report")
+            try WireRangeError.check(report, maxLength: WireLimits.freeTextLength, "device_status_report")
         }
         let fields: [String?] = [given("version_code"), given("version_name"), given("os_version"),
                                  given("device_status_report", limit: nil), given("timezone"), given("device_id")]

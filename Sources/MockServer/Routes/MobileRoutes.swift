@@ -295,7 +295,7 @@ struct MobileRoutes: Sendable {
         let now = study.now(real: context.realNow())
         try await auth.recordDeviceFields(form, patientID: participant.patientId, at: now)
         let message = form["message"]
-        if let message { try WireRangeError.check(message, maxBytes: WireLimits.freeTextBytes, "message") }
+        if let message { try WireRangeError.check(message, maxLength: WireLimits.freeTextLength, "message") }
         let patientID = participant.patientId
         try await store.write { db in
             try db.execute(sql: "INSERT INTO heartbeat (patient_id, at, message) VALUES (?, ?, ?)",
