@@ -109,6 +109,75 @@ extension Integration {
         })
     }
 
+    /// The executables are found next to the test bundle; a missing one is reported with every place tried.
+    @Test func executablesAreFoundOrTheSearchIsExplained() throws {
+        let server = try Executables.locate("mock-server")
+        #expect(FileManager.default.isExecutableFile(atPath: server.path))
+        do {
+            _ = try Executables.locate("no-such-trio-binary")
+            Issue.record("a missing executable was found")
+        } catch {
+            #expect(error.description.contains("TRIO_BIN_DIR"))
+            #expect(error.tried.contains("/usr/bin"))
+        }
+    }
+
+    /// `up` killed with SIGKILL (no chance to stop anything): both servers, which watch `up` as their parent, stop.
+    @Test func serversNeverOutliveAKilledUp() async throws {
+        let dir = temporaryDirectory("up-kill")
+        let up = try await ServerProcess.launch(executable: Executables.url("survey-cli"), arguments: ["up", "--data-dir", dir.path],
+                                                logFile: dir.appendingPathComponent("cli.log"))
+        let server = try #require(up.ready.mockServer)
+        let relay = try #require(up.ready.pushRelay)
+        let http = TransportClient()
+        defer { http.shutdown() }
+        #expect(try await http.send(TransportRequest(url: relay + "/__control/health")).status == 200)
+        kill(Int32(up.ready.pid), SIGKILL)
+        #expect(try await eventually(.seconds(5)) {
+            let serverDown = (try? await http.send(TransportRequest(url: server + "/__admin/health"))) == nil
+            let relayDown = (try? await http.send(TransportRequest(url: relay + "/__control/health"))) == nil
+            return serverDown && relayDown
+        })
+    }
+
+    /// `device listen --parent-pid`: the device stops (and releases its directory) when its parent is killed.
+    @Test func deviceListenNeverOutlivesItsParent() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let dataDir = temporaryDirectory("listen-parent")
+            let register = Process()
+            register.executableURL = Executables.url("survey-cli")
+            register.arguments = ["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url, "--relay", trio.relay.url,
+                                  "--patient-id", setup.credentials.patientID, "--password", setup.credentials.password]
+            register.standardOutput = FileHandle.nullDevice
+            try register.run()
+            register.waitUntilExit()
+            #expect(register.terminationStatus == 0)
+            let parent = Process()
+            parent.executableURL = URL(fileURLWithPath: "/bin/sleep")
+            parent.arguments = ["300"]
+            try parent.run()
+            let listen = Process()
+            listen.executableURL = Executables.url("survey-cli")
+            listen.arguments = ["device", "listen", "--data-dir", dataDir.path, "--parent-pid", String(parent.processIdentifier)]
+            let output = Pipe()
+            listen.standardOutput = output
+            try listen.run()
+            // Wait for {"event":"listening"}.
+            var text = ""
+            while !text.contains("listening") {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                text += String(decoding: chunk, as: UTF8.self)
+            }
+            #expect(text.contains("listening"))
+            kill(parent.processIdentifier, SIGKILL)
+            parent.waitUntilExit()
+            #expect(try await eventually(.seconds(5)) { !listen.isRunning })
+            if listen.isRunning { listen.terminate() }
+        }
+    }
+
     /// A child that dies makes `up` say which, with its exit status and last log lines, stop the other and exit 1.
     @Test func surveyCLIUpReportsAChildThatDied() async throws {
         let dir = temporaryDirectory("up-child")

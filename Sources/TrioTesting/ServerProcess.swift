@@ -117,23 +117,60 @@ final class ReadyWaiter: Sendable {
     }
 }
 
-/// Finds the built executables: `$TRIO_BIN_DIR`, else the directory of the running binary
-/// (tests run from `.build/<config>/`), else `.build/debug`.
+/// Finds the trio's executables (`mock-server`, `push-relay`, `survey-cli`), trying in order:
+/// 1. `$TRIO_BIN_DIR`;
+/// 2. the directory of the running binary and up to three above it (a test bundle runs from `.build/<config>/`, next
+///    to the executables it was built with);
+/// 3. every directory on `$PATH` (an unpacked release archive's `bin/`);
+/// 4. `./.build/debug` under the current directory.
 public enum Executables {
-    public static func directory() -> URL {
-        if let dir = ProcessInfo.processInfo.environment["TRIO_BIN_DIR"], !dir.isEmpty {
-            return URL(fileURLWithPath: dir)
-        }
+    /// The directories tried, in order.
+    public static func candidates() -> [URL] {
+        var result: [URL] = []
+        let environment = ProcessInfo.processInfo.environment
+        if let dir = environment["TRIO_BIN_DIR"], !dir.isEmpty { result.append(URL(fileURLWithPath: dir)) }
         let fm = FileManager.default
         if let exe = try? fm.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             var dir = URL(fileURLWithPath: exe).deletingLastPathComponent()
             for _ in 0..<4 {
-                if fm.isExecutableFile(atPath: dir.appendingPathComponent("mock-server").path) { return dir }
+                result.append(dir)
                 dir = dir.deletingLastPathComponent()
             }
         }
-        return URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent(".build/debug")
+        for entry in (environment["PATH"] ?? "").split(separator: ":") where !entry.isEmpty {
+            result.append(URL(fileURLWithPath: String(entry)))
+        }
+        result.append(URL(fileURLWithPath: fm.currentDirectoryPath).appendingPathComponent(".build/debug"))
+        return result
     }
 
-    public static func url(_ name: String) -> URL { directory().appendingPathComponent(name) }
+    /// The first candidate directory holding an executable `name`.
+    public static func locate(_ name: String) throws(NotFound) -> URL {
+        let tried = candidates()
+        for dir in tried {
+            let url = dir.appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw NotFound(name: name, tried: tried.map(\.path))
+    }
+
+    /// ``locate(_:)``, or the first candidate's path when nothing is found (starting it then fails with that path).
+    public static func url(_ name: String) -> URL {
+        (try? locate(name)) ?? (candidates().first ?? URL(fileURLWithPath: ".build/debug")).appendingPathComponent(name)
+    }
+
+    /// The directory `mock-server` was found in.
+    public static func directory() -> URL {
+        url("mock-server").deletingLastPathComponent()
+    }
+
+    /// No candidate directory holds the executable.
+    public struct NotFound: Error, CustomStringConvertible {
+        public var name: String
+        public var tried: [String]
+        public var description: String {
+            "cannot find the executable \(name): build the package (swift build), set TRIO_BIN_DIR to the directory holding it, "
+                + "or put that directory on PATH. Tried: \(tried.joined(separator: ", "))"
+        }
+    }
 }

@@ -57,13 +57,13 @@ public final class Trio: Sendable {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         let parent = String(getpid())
         let relay = try await ServerProcess.launch(
-            executable: Executables.url("push-relay"),
+            executable: try Executables.locate("push-relay"),
             arguments: ["--port", String(options.relayPort), "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent] + options.relayArguments,
             logFile: logs.appendingPathComponent("push-relay.log"))
         let server: ServerProcess
         do {
             server = try await ServerProcess.launch(
-                executable: Executables.url("mock-server"),
+                executable: try Executables.locate("mock-server"),
                 arguments: ["--port", String(options.serverPort), "--relay-url", relay.url, "--database", options.database, "--parent-pid", parent] + options.serverArguments,
                 logFile: logs.appendingPathComponent("mock-server.log"))
         } catch {

@@ -78,6 +78,21 @@ enum DeviceOutput {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    /// The `event` name a client event is printed with.
+    static func name(of event: SurveyClientEvent) -> String {
+        switch event {
+        case .registered: "registered"
+        case .pushReceived: "push_received"
+        case .duplicateIgnored: "duplicate_ignored"
+        case .streamReconnecting: "stream_reconnecting"
+        case .surveyAvailable: "survey_available"
+        case .surveyWithdrawn: "survey_withdrawn"
+        case .submitted: "submitted"
+        case .telemetrySent: "telemetry_sent"
+        case .error: "error"
+        }
+    }
+
     static func event(_ event: SurveyClientEvent) {
         switch event {
         case .registered(let study, let scheduling, let zone):
@@ -194,14 +209,22 @@ struct DeviceListen: AsyncParsableCommand {
     @Option(help: "Events that make a telemetry ping (reason max_capacity; Glean: 500).") var telemetryBatch = 500
     @Option(help: "Telemetry pings uploaded per minute at most (Glean: 15).") var pingsPerMinute = 15
     @Flag(help: "Opt out of telemetry: delete what is waiting and send one deletion-request ping.") var telemetryOff = false
+    @Option(help: """
+        Exit 0 once this event has been printed N times (EVENT or EVENT=N, e.g. submitted=2); with --for, exit 1 when \
+        the time runs out first. Events: \(ListenUntil.events.sorted().joined(separator: ", ")).
+        """) var until: String?
+    @Option(help: "Stop when the process with this pid is gone (e.g. the test runner's).") var parentPid: Int32?
+
+    func validate() throws {
+        if let duration {
+            do { _ = try parseDuration(duration, flag: "--for") } catch { throw ValidationError("--for: \(error)") }
+        }
+        if let until { _ = try ListenUntil(until) }
+    }
 
     func run() async throws {
-        let limit: Duration?
-        do {
-            limit = try duration.map { try parseDuration($0, flag: "--for") }
-        } catch {
-            throw ValidationError("--for: \(error)")
-        }
+        let limit = try duration.map { try parseDuration($0, flag: "--for") }
+        let goal = try until.map { try ListenUntil($0) }
         try await DeviceOutput.run {
             let signals = SignalWaiter([SIGTERM, SIGINT])
             let profile = try DeviceProfile.load(dataDir)
@@ -211,9 +234,15 @@ struct DeviceListen: AsyncParsableCommand {
             configuration.telemetry.uploadEnabled = !telemetryOff
             let client = try SurveyClient(configuration: configuration, logger: deviceLogger())
             let autoAnswer = self.autoAnswer, value = answerValue
+            let (reached, reachedContinuation) = AsyncStream<Void>.makeStream()
             let events = Task {
+                var seen = 0
                 for await event in client.events {
                     DeviceOutput.event(event)
+                    if let goal, goal.matches(event) {
+                        seen += 1
+                        if seen == goal.count { reachedContinuation.yield() }
+                    }
                     if autoAnswer, case .surveyAvailable(let survey) = event {
                         Task { try? await DeviceListen.answer(client, survey, value) }
                     }
@@ -224,9 +253,12 @@ struct DeviceListen: AsyncParsableCommand {
                 for survey in await client.pendingSurveys() { try? await Self.answer(client, survey, value) }
             }
             DeviceOutput.line(["event": "listening"])
-            _ = await signals.wait(upTo: limit)
+            let reason = await signals.wait(upTo: limit, parentPID: parentPid, done: goal == nil ? nil : reached)
             await client.close()
             _ = await events.value
+            if let goal, reason == .timeout {
+                throw DeviceFailure(code: "until_not_seen", message: "\(goal.event) was not seen \(goal.count) time(s) within --for")
+            }
         }
     }
 
@@ -281,5 +313,31 @@ struct DeviceStatus: AsyncParsableCommand {
             await client.close()
             FileHandle.standardOutput.write(Data(((try? WireJSON.encodeString(status)) ?? "{}").utf8 + [10]))
         }
+    }
+}
+
+/// `device listen --until EVENT[=N]`: the event (by its JSON name) and how many times it must be seen.
+struct ListenUntil: Sendable {
+    /// The `event` names `device listen` prints (docs/cli.md).
+    static let events: Set<String> = ["registered", "push_received", "duplicate_ignored", "stream_reconnecting", "survey_available",
+                                      "survey_withdrawn", "submitted", "telemetry_sent", "error"]
+    var event: String
+    var count: Int
+
+    init(_ text: String) throws {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard let name = parts.first, Self.events.contains(name) else {
+            throw ValidationError("--until: '\(text)' does not name an event (\(Self.events.sorted().joined(separator: ", ")))")
+        }
+        event = name
+        count = 1
+        if parts.count == 2 {
+            guard let n = Int(parts[1]), n >= 1 else { throw ValidationError("--until: the count after = must be a positive integer") }
+            count = n
+        }
+    }
+
+    func matches(_ event: SurveyClientEvent) -> Bool {
+        DeviceOutput.name(of: event) == self.event
     }
 }

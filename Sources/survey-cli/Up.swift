@@ -81,6 +81,43 @@ final class SignalWaiter {
         return signalled
     }
 
+    /// Why ``wait(upTo:parentPID:done:)`` returned.
+    enum End: Sendable, Equatable { case signal, timeout, parentGone, done }
+
+    /// Waits for a signal, `limit` (nil: none), the end of process `parentPID`, or an element of `done`.
+    func wait(upTo limit: Duration?, parentPID: Int32?, done: AsyncStream<Void>?) async -> End {
+        let stream = self.stream
+        let end = await withTaskGroup(of: End.self) { group in
+            group.addTask { for await _ in stream { return .signal }; return .signal }
+            if let limit {
+                group.addTask {
+                    try? await Task.sleep(for: limit)
+                    return .timeout
+                }
+            }
+            if let parentPID {
+                group.addTask {
+                    while !Task.isCancelled {
+                        if kill(parentPID, 0) != 0 && errno == ESRCH { return .parentGone }
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                    return .signal
+                }
+            }
+            if let done {
+                group.addTask {
+                    for await _ in done { return .done }
+                    return .signal
+                }
+            }
+            let first = await group.next() ?? .signal
+            group.cancelAll()
+            return first
+        }
+        withExtendedLifetime(sources) {}
+        return end
+    }
+
     func waitOrChildExit(_ trio: Trio, parentPID: Int32? = nil) async -> Reason {
         let stream = self.stream
         let reason = await withTaskGroup(of: Reason.self) { group in

@@ -1,0 +1,82 @@
+"""Register -> clock advance -> push -> answer -> submission, through the admin API and a device run by survey-cli."""
+import subprocess
+
+from conftest import binary
+
+SURVEY = {
+    "name": "Daily mood",
+    "survey_type": "tracking_survey",
+    "content": [
+        {"question_id": "mood", "question_type": "slider", "question_text": "How do you feel?", "min": "0", "max": "10"},
+        {"question_id": "note", "question_type": "free_response", "question_text": "Anything else?",
+         "text_field_type": "SINGLE_LINE_TEXT"},
+    ],
+    "schedules": [{"type": "relative", "days_after": 0, "hour": 13, "minute": 0, "anchor": "registration"}],
+}
+
+
+def make_study(trio):
+    status, study = trio.admin.post("/studies", {"name": "pytest study", "scheduling": "server", "timezone": "UTC",
+                                                 "clock": {"frozen_at": "2026-05-04T09:00:00Z"}})
+    assert status == 201, study
+    study_id = study["study_id"]
+    status, created = trio.admin.post(f"/studies/{study_id}/surveys", SURVEY)
+    assert status == 201, created
+    status, people = trio.admin.post(f"/studies/{study_id}/participants", {})
+    assert status == 201, people
+    return study_id, created["survey_id"], people["participants"][0]
+
+
+def register(trio, tmp_path, participant):
+    lines = trio.device("register", "register", "--data-dir", str(tmp_path), "--server", trio.server_url,
+                        "--relay", trio.relay_url, "--patient-id", participant["patient_id"],
+                        "--password", participant["password"], "--timezone", "UTC")
+    assert any(line.get("event") == "registered" for line in lines), lines
+
+
+def test_health_and_reference(trio):
+    assert trio.admin.get("/health") == (200, {"status": "ok"})
+    status, document = trio.admin.get("/openapi.json")
+    assert status == 200 and document["openapi"].startswith("3.1")
+    status, health = trio.control.get("/health")
+    assert status == 200 and health["status"] == "ok" and health["version"]
+
+
+def test_a_pushed_survey_is_answered_and_decrypted(trio, tmp_path):
+    study_id, survey_id, participant = make_study(trio)
+    register(trio, tmp_path, participant)
+    # The device listens (answering what arrives) until its answers are accepted.
+    listener = subprocess.Popen([binary("survey-cli"), "device", "listen", "--data-dir", str(tmp_path), "--auto-answer",
+                                 "--answer-value", "7", "--for", "60s", "--until", "submitted"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().strip() == '{"event":"listening"}'
+        # 09:00 -> 13:30: the 13:00 occurrence falls due; the call returns once its push reached the relay.
+        status, moved = trio.admin.post(f"/studies/{study_id}/clock", {"advance_seconds": 4 * 3600 + 1800})
+        assert status == 200, moved
+        assert [push["patient_id"] for push in moved["fired"]] == [participant["patient_id"]]
+        out, err = listener.communicate(timeout=60)
+    finally:
+        if listener.poll() is None:
+            listener.kill()
+    assert listener.returncode == 0, out + err
+    events = [line for line in out.splitlines() if line]
+    assert any('"event":"submitted"' in line for line in events), events
+    status, submissions = trio.admin.get(f"/studies/{study_id}/submissions?patient_id={participant['patient_id']}")
+    assert status == 200
+    assert [s["survey_id"] for s in submissions] == [survey_id]
+    answers = {answer["question_id"]: answer["answer"] for answer in submissions[0]["answers"]}
+    assert answers == {"mood": "7", "note": "7"}
+    # The journal saw the device's upload.
+    status, journal = trio.admin.get("/requests?path=/upload")
+    assert status == 200
+    assert any(entry["participant"] == participant["patient_id"] and entry["status"] == 200 for entry in journal["requests"])
+
+
+def test_listen_until_times_out_with_exit_1(trio, tmp_path):
+    _, _, participant = make_study(trio)
+    register(trio, tmp_path, participant)
+    result = subprocess.run([binary("survey-cli"), "device", "listen", "--data-dir", str(tmp_path), "--for", "1s",
+                             "--until", "survey_available"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert '"code":"until_not_seen"' in result.stdout.splitlines()[-1]
