@@ -13,6 +13,19 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+EVENT_SCHEMA = Draft202012Validator(json.loads((DOCS / "device-event.schema.json").read_text()))
+STATUS_SCHEMA = Draft202012Validator(json.loads((DOCS / "device-status.schema.json").read_text()))
+
+
+def checked_events(text):
+    """The JSON lines a device command printed, each validated against docs/schemas/device-event.schema.json."""
+    lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+    for line in lines:
+        EVENT_SCHEMA.validate(line)
+    return lines
 
 
 def binary(name):
@@ -57,9 +70,9 @@ class Trio:
         self.directory = directory
 
     def device(self, name, *args, timeout=60):
-        """Runs `survey-cli device ...` and returns its JSON lines (docs/cli.md); fails on a non-zero exit."""
-        result = subprocess.run([binary("survey-cli"), "device", *args], capture_output=True, text=True, timeout=timeout)
-        lines = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
+        """Runs `survey-cli device NAME ...` and returns its JSON lines (docs/cli.md); fails on a non-zero exit."""
+        result = subprocess.run([binary("survey-cli"), "device", name, *args], capture_output=True, text=True, timeout=timeout)
+        lines = checked_events(result.stdout)
         assert result.returncode == 0, f"device {name} exited {result.returncode}: {result.stdout}{result.stderr}"
         return lines
 

@@ -1,7 +1,8 @@
 """Register -> clock advance -> push -> answer -> submission, through the admin API and a device run by survey-cli."""
+import json
 import subprocess
 
-from conftest import binary
+from conftest import STATUS_SCHEMA, binary, checked_events
 
 SURVEY = {
     "name": "Daily mood",
@@ -28,7 +29,7 @@ def make_study(trio):
 
 
 def register(trio, tmp_path, participant):
-    lines = trio.device("register", "register", "--data-dir", str(tmp_path), "--server", trio.server_url,
+    lines = trio.device("register", "--data-dir", str(tmp_path), "--server", trio.server_url,
                         "--relay", trio.relay_url, "--patient-id", participant["patient_id"],
                         "--password", participant["password"], "--timezone", "UTC")
     assert any(line.get("event") == "registered" for line in lines), lines
@@ -60,8 +61,15 @@ def test_a_pushed_survey_is_answered_and_decrypted(trio, tmp_path):
         if listener.poll() is None:
             listener.kill()
     assert listener.returncode == 0, out + err
-    events = [line for line in out.splitlines() if line]
-    assert any('"event":"submitted"' in line for line in events), events
+    events = checked_events(out)
+    assert [e["event"] for e in events if e["event"] in ("push_received", "survey_available", "submitted")] == \
+        ["push_received", "survey_available", "submitted"], events
+    status = subprocess.run([binary("survey-cli"), "device", "status", "--data-dir", str(tmp_path)],
+                            capture_output=True, text=True, timeout=30)
+    assert status.returncode == 0, status.stderr
+    held = json.loads(status.stdout)
+    STATUS_SCHEMA.validate(held)
+    assert held["registered"] and held["pending_surveys"] == [] and held["uploads_waiting"] == 0
     status, submissions = trio.admin.get(f"/studies/{study_id}/submissions?patient_id={participant['patient_id']}")
     assert status == 200
     assert [s["survey_id"] for s in submissions] == [survey_id]
@@ -79,4 +87,4 @@ def test_listen_until_times_out_with_exit_1(trio, tmp_path):
     result = subprocess.run([binary("survey-cli"), "device", "listen", "--data-dir", str(tmp_path), "--for", "1s",
                              "--until", "survey_available"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 1
-    assert '"code":"until_not_seen"' in result.stdout.splitlines()[-1]
+    assert checked_events(result.stdout)[-1]["code"] == "until_not_seen"
