@@ -20,7 +20,7 @@ extension Integration {
             #expect(report.correct == true)
             #expect(report.latencyMs.p50 > 0 && report.latencyMs.p50 <= report.latencyMs.p99)
             #expect(report.scenario == "register+relay_token+download_surveys")
-            #expect(try await trio.admin.stats(setup.studyID).registered == Set(setup.participants.prefix(report.totals.succeeded).map(\.patientID)).count)
+            #expect(try await trio.admin.stats(setup.studyID!).registered == Set(setup.participants.prefix(report.totals.succeeded).map(\.patientID)).count)
             #expect(try Threshold(parsing: "errors<0.1%").passes(report))
             #expect(try !Threshold(parsing: "p50<1us").passes(report))
         }

@@ -132,13 +132,16 @@ public enum AdminWire {
         public var pushTokenUnregistered: Bool
         public var deviceID: String?
         public var os: String?
+        /// The latest registration (`registered_at` is the first), with milliseconds.
+        public var lastRegisteredAt: String?
         enum CodingKeys: String, CodingKey {
             case patientID = "patient_id", studyID = "study_id", registeredAt = "registered_at", timezone
             case timezoneFallback = "timezone_fallback", pushToken = "push_token"
-            case pushTokenUnregistered = "push_token_unregistered", deviceID = "device_id", os
+            case pushTokenUnregistered = "push_token_unregistered", deviceID = "device_id", os, lastRegisteredAt = "last_registered_at"
         }
         public init(patientID: String, studyID: String, registeredAt: String?, timezone: String?, timezoneFallback: Bool,
-                    pushToken: String?, pushTokenUnregistered: Bool, deviceID: String?, os: String?) {
+                    pushToken: String?, pushTokenUnregistered: Bool, deviceID: String?, os: String?, lastRegisteredAt: String? = nil) {
+            self.lastRegisteredAt = lastRegisteredAt
             self.patientID = patientID
             self.studyID = studyID
             self.registeredAt = registeredAt

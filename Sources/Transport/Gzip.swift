@@ -9,10 +9,11 @@ public enum Gzip {
         public var message: String
     }
 
-    /// gzip-compresses bytes.
-    public static func compress(_ input: [UInt8], level: Int32 = 6) -> [UInt8] {
+    /// gzip-compresses bytes (`zlibWrapper`: the zlib format of RFC 1950 instead, which ``decompress(_:limit:)`` reads too).
+    public static func compress(_ input: [UInt8], level: Int32 = 6, zlibWrapper: Bool = false) -> [UInt8] {
         var stream = z_stream()
-        precondition(czlib_deflate_init_gzip(&stream, level) == Z_OK, "deflateInit2 failed")
+        let initialized = zlibWrapper ? czlib_deflate_init_zlib(&stream, level) : czlib_deflate_init_gzip(&stream, level)
+        precondition(initialized == Z_OK, "deflateInit2 failed")
         defer { deflateEnd(&stream) }
         var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))) + 32)
         var input = input

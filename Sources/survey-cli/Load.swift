@@ -8,7 +8,7 @@ import TrioTesting
 struct Load: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Load-test registration against any server speaking the Beiwe mobile API, and push delivery through the relay.",
-        subcommands: [LoadSetupCommand.self, LoadRegisterCommand.self, LoadPushCommand.self])
+        subcommands: [LoadSetupCommand.self, LoadRegisterCommand.self, LoadPushCommand.self, LoadMergeCommand.self])
 }
 
 struct LoadSetupCommand: AsyncParsableCommand {
@@ -33,7 +33,7 @@ struct LoadSetupCommand: AsyncParsableCommand {
                                              perParticipantKeys: perParticipantKeys, http: http)
         let seconds = (ContinuousClock.now - started).seconds
         try WireJSON.encode(result).write(to: URL(fileURLWithPath: out))
-        print(String(format: "study %@: %d participants in %.2f s (%.0f participants/s) → %@", result.studyID, participants, seconds,
+        print(String(format: "study %@: %d participants in %.2f s (%.0f participants/s) → %@", result.studyID ?? "-", participants, seconds,
                      Double(participants) / seconds, out))
     }
 }
@@ -42,9 +42,12 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "register",
         abstract: "Virtual devices register (and optionally get a relay token and download surveys); prints a line per second and a final table.",
-        discussion: "Exit codes: 0 thresholds passed, 99 a threshold failed, anything else a tool error (the partial report is still written).")
+        discussion: """
+            Exit codes: 0 thresholds passed, 99 a threshold or the correctness pass failed, 2 the participants could not be read \
+            or the server not reached, 64 bad flags.
+            """)
 
-    @Option(help: "Server URL.") var server: String
+    @Option(help: "Server URL; repeat it for a deployment of several instances (iterations go to them in turn).") var server: [String]
     @Option(help: "Relay URL: each iteration first gets a token from it.") var relay: String?
     @Option(help: "Credentials file written by `load setup`.") var participantsFile: String?
     @Option(help: "Create a study with this many participants first (needs the mock server's admin API).") var setup: Int?
@@ -59,12 +62,41 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     @Flag(help: "Baseline: only GET /__admin/health per iteration (compare a server's registration rate with its request overhead).")
     var healthOnly = false
     @Option(help: "Write the JSON report here.") var report: String?
-    @Option(name: .customLong("threshold"), help: "A pass/fail rule: p99<25ms, p50<=5ms, max<1s, errors<0.1%, rate>1000/s. Repeatable.")
+    @Option(name: .customLong("threshold"), help: """
+        A pass/fail rule: p99<25ms, p50<=5ms, max<1s, errors<0.1%, rate>1000/s; a step's latency as register.p99<50ms \
+        (steps: relay_token, register, download). Repeatable.
+        """)
     var thresholds: [String] = []
+    @Option(help: "Correctness pass: auto (only where GET /__admin/health answers 200), on, off.") var verify = "auto"
+    @Option(help: "Use only the I-th of N disjoint slices of the participants, e.g. 2/4 (one slice per machine).") var shard: String?
+    @Option(help: "Per-request timeout, e.g. 30s.") var timeout = "30s"
+
+    /// Every option as given or defaulted, for the report.
+    var recorded: [String: String] {
+        var options: [String: String] = ["server": server.joined(separator: ","), "duration": duration, "warmup": warmup,
+                                         "max-in-flight": String(maxInFlight), "download": String(download), "ios": String(ios),
+                                         "health-only": String(healthOnly), "verify": verify, "timeout": timeout]
+        if let relay { options["relay"] = relay }
+        if let participantsFile { options["participants-file"] = participantsFile }
+        if let setup { options["setup"] = String(setup) }
+        if let rate { options["rate"] = String(rate) }
+        if let ramp { options["ramp"] = ramp }
+        if let concurrency { options["concurrency"] = String(concurrency) }
+        if let shard { options["shard"] = shard }
+        if !thresholds.isEmpty { options["threshold"] = thresholds.joined(separator: " ") }
+        return options
+    }
 
     func run() async throws {
         let durationValue: Duration, warmupValue: Duration, parsedThresholds: [Threshold], model: RegisterLoadOptions.Model
+        let verifyMode: RegisterLoadOptions.Verify, timeoutValue: Duration
         do {
+            guard !server.isEmpty else { throw LoadUsageError(flag: "--server", message: "give at least one") }
+            guard let mode = RegisterLoadOptions.Verify(rawValue: verify) else { throw LoadUsageError(flag: "--verify", message: "auto, on or off") }
+            verifyMode = mode
+            timeoutValue = try parseDuration(timeout, flag: "--timeout")
+            guard timeoutValue > .zero else { throw LoadUsageError(flag: "--timeout", message: "must be positive") }
+            if let shard { _ = try LoadMerge.shard([Int](), shard) }
             durationValue = try parseDuration(duration, flag: "--duration")
             warmupValue = try parseDuration(warmup, flag: "--warmup")
             parsedThresholds = try thresholds.map { try Threshold(parsing: $0) }
@@ -86,22 +118,28 @@ struct LoadRegisterCommand: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
 
-        let http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
+        let http = TransportClient(configuration: .init(defaultTimeout: timeoutValue, connectTimeout: .seconds(5)))
         defer { http.shutdown() }
-        let credentials: LoadSetup.Result
+        var credentials: LoadSetup.Result
         do {
             if let file = participantsFile {
                 credentials = try WireJSON.decode(LoadSetup.Result.self, from: Data(contentsOf: URL(fileURLWithPath: file)))
             } else {
-                credentials = try await LoadSetup.run(server: server, participants: setup ?? 0, scheduling: "device", perParticipantKeys: false, http: http)
+                credentials = try await LoadSetup.run(server: server[0], participants: setup ?? 0, scheduling: "device", perParticipantKeys: false, http: http)
             }
+            if let shard { credentials.participants = try LoadMerge.shard(credentials.participants, shard) }
         } catch {
             FileHandle.standardError.write(Data("load: cannot get participants: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        var options = RegisterLoadOptions(server: server, relay: relay, participants: credentials.participants, studyID: credentials.studyID,
+        var options = RegisterLoadOptions(server: server[0], relay: relay, participants: credentials.participants, studyID: credentials.studyID,
                                           model: model, duration: durationValue, warmup: warmupValue, download: download, ios: ios)
+        options.servers = server
         options.healthOnly = healthOnly
+        options.verify = verifyMode
+        options.timeout = timeoutValue
+        options.recordedOptions = recorded
+        for warning in RegisterLoad.warnings(options) { FileHandle.standardError.write(Data("load: warning: \(warning)\n".utf8)) }
         var result = try await RegisterLoad.run(options, http: http) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
@@ -180,5 +218,52 @@ struct LoadPushCommand: AsyncParsableCommand {
         print(result.table())
         if let report { try WireJSON.encode(result).write(to: URL(fileURLWithPath: report)) }
         if result.correct == false || result.thresholds.values.contains(false) { throw ExitCode(99) }
+    }
+}
+
+struct LoadMergeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract: "Combine the reports of several machines or shards that ran at the same time into one.",
+        discussion: """
+            Histograms are added exactly (HdrHistogram encoding in each report), per-second rows aligned by wall clock, \
+            counts and throughputs summed, correctness combined. Exit codes: 0 pass, 99 a threshold or correctness failed, \
+            2 a report could not be read or merged, 64 bad flags.
+            """)
+
+    @Argument(help: "Reports written by load register --report (or load push --report).") var reports: [String]
+    @Option(help: "Write the merged JSON report here.") var report: String?
+    @Option(name: .customLong("threshold"), help: "A pass/fail rule on the merged report (as for load register). Repeatable.")
+    var thresholds: [String] = []
+
+    func validate() throws {
+        guard !reports.isEmpty else { throw ValidationError("give at least one report") }
+        for threshold in thresholds {
+            do { _ = try Threshold(parsing: threshold) } catch { throw ValidationError("\(error)") }
+        }
+    }
+
+    func run() async throws {
+        var loaded: [LoadReport] = []
+        for path in reports {
+            do {
+                loaded.append(try WireJSON.decode(LoadReport.self, from: Data(contentsOf: URL(fileURLWithPath: path))))
+            } catch {
+                FileHandle.standardError.write(Data("load merge: cannot read \(path): \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        var merged: LoadReport
+        do { merged = try LoadMerge.merge(loaded) } catch {
+            FileHandle.standardError.write(Data("load merge: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
+        for rule in thresholds {
+            let threshold = try Threshold(parsing: rule)
+            merged.thresholds[threshold.text] = threshold.passes(merged)
+        }
+        print(merged.table())
+        if let report { try WireJSON.encode(merged).write(to: URL(fileURLWithPath: report)) }
+        if merged.correct == false || merged.thresholds.values.contains(false) { throw ExitCode(99) }
     }
 }

@@ -147,7 +147,8 @@ struct ParticipantRecord: Codable, FetchableRecord, PersistableRecord, Sendable 
             patientID: patientId, studyID: studyId,
             registeredAt: registeredAt.map { WireTime.format(Date(timeIntervalSince1970: $0)) },
             timezone: timezone, timezoneFallback: timezoneFallback, pushToken: pushToken,
-            pushTokenUnregistered: tokenUnregisteredAt != nil, deviceID: deviceId, os: os)
+            pushTokenUnregistered: tokenUnregisteredAt != nil, deviceID: deviceId, os: os,
+            lastRegisteredAt: lastRegisteredAt.map { WireTime.format(Date(timeIntervalSince1970: $0), milliseconds: true) })
     }
 }
 

@@ -74,6 +74,8 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         case throughput
     }
     public var metric: Metric
+    /// A step's latency (`register.p99<50ms`) instead of the whole iteration's.
+    public var step: String?
     public var lessThan: Bool
     public var orEqual: Bool
     /// Milliseconds for latency, a fraction for errors, per second for throughput.
@@ -87,7 +89,14 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         guard let op = ops.first(where: { text.contains($0) }), let range = text.range(of: op) else {
             throw LoadUsageError(flag: "--threshold", message: "'\(text)' needs <, <=, > or >=")
         }
-        let name = String(text[..<range.lowerBound]).trimmingCharacters(in: .whitespaces)
+        var name = String(text[..<range.lowerBound]).trimmingCharacters(in: .whitespaces)
+        if let dot = name.firstIndex(of: "."), name[name.index(after: dot)...].hasPrefix("p") || name[name.index(after: dot)...] == "max" {
+            step = String(name[..<dot])
+            name = String(name[name.index(after: dot)...])
+            guard name != "errors", name != "rate" else {
+                throw LoadUsageError(flag: "--threshold", message: "a step takes latency rules only (\(step!).p99<50ms)")
+            }
+        }
         var value = String(text[range.upperBound...]).trimmingCharacters(in: .whitespaces)
         lessThan = op.hasPrefix("<")
         orEqual = op.hasSuffix("=")
@@ -118,9 +127,17 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
     /// Whether a report passes.
     public func passes(_ report: LoadReport) -> Bool {
         let actual: Double
+        let latency: LoadReport.Latency
+        if let step {
+            // A step the run did not make fails the rule (it cannot be shown to hold).
+            guard let measured = report.steps?[step]?.latencyMs else { return false }
+            latency = measured
+        } else {
+            latency = report.latencyMs
+        }
         switch metric {
-        case .percentile(let p): actual = report.latencyMs.percentile(p)
-        case .max: actual = report.latencyMs.max
+        case .percentile(let p): actual = latency.percentile(p)
+        case .max: actual = latency.max
         case .errorRate: actual = report.totals.errorRate
         case .throughput: actual = report.totals.throughput
         }

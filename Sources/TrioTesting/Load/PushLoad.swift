@@ -8,6 +8,8 @@ import Transport
 public struct PushLoadOptions: Sendable {
     /// The relay's base URL.
     public var relay: String
+    /// Every option as given, for the report.
+    public var recordedOptions: [String: String] = [:]
     /// Simulated devices, each with its own token and event stream.
     public var devices: Int
     /// `android` (FCM-style `messages:send`) or `ios` (APNs-style `/3/device/{token}`).
@@ -55,7 +57,7 @@ final class PushLedger: Sendable {
     struct State {
         var outstanding: [String: Outstanding] = [:]
         var received: Set<String> = []
-        var overall = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+        var overall = HistogramCodec.make()
         var seconds: [Int: LoadReport.SecondBucket] = [:]
         var errors: [String: Int] = [:]
         var started = 0, delivered = 0, failed = 0, dropped = 0, late = 0, duplicates = 0, inFlight = 0, foreign = 0
@@ -89,7 +91,7 @@ final class PushLedger: Sendable {
             guard entry.measured else { return }
             s.failed += 1
             s.errors[error, default: 0] += 1
-            s.seconds[second(entry.intended), default: (Histogram(numberOfSignificantValueDigits: .two), 0, 0)].failed += 1
+            s.seconds[second(entry.intended), default: (HistogramCodec.make(), 0, 0)].failed += 1
         }
     }
 
@@ -112,7 +114,7 @@ final class PushLedger: Sendable {
             s.delivered += 1
             _ = s.overall.record(micros)
             let key = second(entry.intended)
-            var bucket = s.seconds[key] ?? (Histogram<UInt64>(numberOfSignificantValueDigits: .two), 0, 0)
+            var bucket = s.seconds[key] ?? (HistogramCodec.make(), 0, 0)
             _ = bucket.histogram.record(micros)
             bucket.ok += 1
             s.seconds[key] = bucket
@@ -135,6 +137,8 @@ public enum PushLoad {
         guard options.platform == "android" || options.platform == "ios" else {
             throw LoadUsageError(flag: "--platform", message: "must be android or ios")
         }
+        let cpuBefore = ProcessCPU.seconds()
+        let wallStart = Date()
         // Sends and acks on their own client with a bounded connection pool (extra requests queue in libcurl), so a
         // slow relay cannot make the tool open a connection per request in flight and run either side out of files.
         // `streams` carries only the long-lived device streams.
@@ -211,7 +215,7 @@ public enum PushLoad {
         if s.duplicates > 0 { s.errors["duplicate", default: 0] += s.duplicates }
         let h = s.overall
         let finished = s.delivered + s.failed + lost
-        return LoadReport(
+        var report = LoadReport(
             scenario: "push(\(options.platform), \(tokens.count) devices)", model: "open", target: options.relay,
             totals: .init(started: s.started, succeeded: s.delivered, failed: s.failed + lost, dropped: s.dropped, late: s.late,
                           seconds: elapsed, throughput: Double(s.delivered) / elapsed,
@@ -223,6 +227,10 @@ public enum PushLoad {
             correctness: "\(s.delivered) delivered, \(lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
                 + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected",
             thresholds: [:])
+        report.histogram = HistogramCodec.encode(h)
+        report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
+                           participants: nil, timeout: nil, cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.started)
+        return report
     }
 
     /// `POST /v1/devices` for every device, a bounded number at a time.

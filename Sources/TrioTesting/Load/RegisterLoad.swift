@@ -14,11 +14,16 @@ public struct RegisterLoadOptions: Sendable {
         case closed(concurrency: Int)
     }
 
-    public var server: String
+    /// The correctness pass: `auto` makes it only where `GET /__admin/health` answers 200 (the trio's server).
+    public enum Verify: String, Sendable, CaseIterable { case auto, on, off }
+
+    /// Target servers; iterations go to them in turn (one deployment run as several instances).
+    public var servers: [String]
+    public var server: String { servers[0] }
     /// When set, every iteration first gets a token from this relay (as a real device does).
     public var relay: String?
     public var participants: [AdminWire.Credentials]
-    /// The study of the participants; enables the correctness pass against `/__admin/studies/{id}/stats`.
+    /// The study of the participants, when known (the report names it; verification does not need it).
     public var studyID: String?
     public var model: Model
     public var duration: Duration
@@ -29,10 +34,15 @@ public struct RegisterLoadOptions: Sendable {
     public var ios: Bool
     /// Only `GET /__admin/health` per iteration: the same tool's baseline for a server's request overhead.
     public var healthOnly = false
+    public var verify = Verify.auto
+    /// Every option as given, for the report.
+    public var recordedOptions: [String: String] = [:]
+    /// The HTTP client's per-request timeout (recorded in the report).
+    public var timeout: Duration?
 
     public init(server: String, relay: String? = nil, participants: [AdminWire.Credentials], studyID: String? = nil, model: Model,
                 duration: Duration, warmup: Duration = .zero, download: Bool = false, timeZone: String = "America/New_York", ios: Bool = false) {
-        self.server = server
+        self.servers = [server]
         self.relay = relay
         self.participants = participants
         self.studyID = studyID
@@ -43,23 +53,44 @@ public struct RegisterLoadOptions: Sendable {
         self.timeZone = timeZone
         self.ios = ios
     }
+
+    /// In-flight requests the model allows at most (the closed model's devices, the open model's limit).
+    public var maxConcurrent: Int {
+        switch model {
+        case .open(_, let maxInFlight): maxInFlight
+        case .closed(let concurrency): concurrency
+        }
+    }
 }
 
-/// Collects results from many concurrent iterations.
+/// Collects results from many concurrent iterations. Latency is measured from each iteration's intended start and
+/// binned by the second it completed in; an iteration counts as measured when it was meant to start inside the window.
 final class LoadRecorder: Sendable {
     struct State {
-        var overall = Histogram<UInt64>(numberOfSignificantValueDigits: .three)
+        var overall = HistogramCodec.make()
+        /// Since the last progress line.
+        var interval = HistogramCodec.make()
         var seconds: [Int: LoadReport.SecondBucket] = [:]
+        var startedPerSecond: [Int: Int] = [:]
+        var steps: [String: Histogram<UInt64>] = [:]
         var errors: [String: Int] = [:]
         var started = 0, succeeded = 0, failed = 0, dropped = 0, late = 0, inFlight = 0
-        var successIDs: Set<String> = []
+        /// Successes that completed inside the measured window.
+        var completedInWindow = 0
+        /// Every participant that registered successfully during the run (warm-up included): what the server must show.
+        var registered: Set<String> = []
+        var iterations = 0
     }
     let state = Mutex(State())
 
-    func begin(measured: Bool, late: Bool) {
+    func begin(measured: Bool, late: Bool, second: Int) {
         state.withLock { s in
             s.inFlight += 1
-            if measured { s.started += 1; if late { s.late += 1 } }
+            if measured {
+                s.started += 1
+                s.startedPerSecond[second, default: 0] += 1
+                if late { s.late += 1 }
+            }
         }
     }
 
@@ -67,13 +98,25 @@ final class LoadRecorder: Sendable {
 
     func inFlight() -> Int { state.withLock { $0.inFlight } }
 
-    func end(measured: Bool, second: Int, micros: UInt64, patientID: String, error: String?) {
+    func step(_ name: String, micros: UInt64) {
+        state.withLock { s in
+            var h = s.steps[name] ?? HistogramCodec.make()
+            _ = h.record(max(1, micros))
+            s.steps[name] = h
+        }
+    }
+
+    func end(measured: Bool, completedSecond: Int, inWindow: Bool, micros: UInt64, patientID: String, error: String?) {
         state.withLock { s in
             s.inFlight -= 1
+            s.iterations += 1
+            if error == nil { s.registered.insert(patientID) }
             guard measured else { return }
-            _ = s.overall.record(max(1, micros))
-            var bucket = s.seconds[second] ?? (Histogram<UInt64>(numberOfSignificantValueDigits: .two), 0, 0)
-            _ = bucket.histogram.record(max(1, micros))
+            let value = max(1, micros)
+            _ = s.overall.record(value)
+            _ = s.interval.record(value)
+            var bucket = s.seconds[completedSecond] ?? (HistogramCodec.make(), 0, 0)
+            _ = bucket.histogram.record(value)
             if let error {
                 s.failed += 1
                 bucket.failed += 1
@@ -81,9 +124,17 @@ final class LoadRecorder: Sendable {
             } else {
                 s.succeeded += 1
                 bucket.ok += 1
-                s.successIDs.insert(patientID)
+                if inWindow { s.completedInWindow += 1 }
             }
-            s.seconds[second] = bucket
+            s.seconds[completedSecond] = bucket
+        }
+    }
+
+    /// The progress numbers, and a fresh interval histogram.
+    func progress() -> (ok: Int, failed: Int, inFlight: Int, interval: Histogram<UInt64>) {
+        state.withLock { s in
+            defer { s.interval = HistogramCodec.make() }
+            return (s.succeeded, s.failed, s.inFlight, s.interval)
         }
     }
 }
@@ -94,13 +145,16 @@ final class LoadRun: Sendable {
     let http: TransportClient
     let recorder: LoadRecorder
     let measuredFrom: ContinuousClock.Instant
+    let windowEnd: ContinuousClock.Instant
     private let counter = Mutex(0)
 
-    init(options: RegisterLoadOptions, http: TransportClient, recorder: LoadRecorder, measuredFrom: ContinuousClock.Instant) {
+    init(options: RegisterLoadOptions, http: TransportClient, recorder: LoadRecorder, measuredFrom: ContinuousClock.Instant,
+         windowEnd: ContinuousClock.Instant) {
         self.options = options
         self.http = http
         self.recorder = recorder
         self.measuredFrom = measuredFrom
+        self.windowEnd = windowEnd
     }
 
     /// Runs one iteration whose start was intended at `intended` and records it.
@@ -110,9 +164,13 @@ final class LoadRun: Sendable {
             return value
         }
         let who = options.participants[index % options.participants.count]
-        let error = await RegisterLoad.iteration(options, http: http, who: who, index: index)
-        let micros = UInt64(max(0, (ContinuousClock.now - intended).seconds * 1_000_000))
-        recorder.end(measured: intended >= measuredFrom, second: Int((intended - measuredFrom).seconds), micros: micros,
+        let server = options.servers[index % options.servers.count]
+        let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: options.timeZone,
+                                                      step: { name, micros in self.recorder.step(name, micros: micros) })
+        let now = ContinuousClock.now
+        let micros = UInt64(max(0, (now - intended).seconds * 1_000_000))
+        let completed = Int((now - measuredFrom).seconds.rounded(.down))
+        recorder.end(measured: intended >= measuredFrom, completedSecond: max(0, completed), inWindow: now <= windowEnd, micros: micros,
                      patientID: who.patientID, error: error)
     }
 }
@@ -121,26 +179,31 @@ final class LoadRun: Sendable {
 public enum RegisterLoad {
     static func ms(_ micros: UInt64) -> Double { LoadReport.ms(micros) }
 
-    /// One virtual device's iteration: relay token (optional), `/register_user`, optional `/download_surveys`.
-    /// Returns nil on success or an error key (`register_user:403:invalid_credentials`, `transport:connect_failed`).
-    static func iteration(_ options: RegisterLoadOptions, http: TransportClient, who: AdminWire.Credentials, index: Int) async -> String? {
-        await registerDevice(options, http: http, who: who, index: index, timeZone: options.timeZone)
-    }
-
     /// What one device does to join a study, as a real app would: a relay token when `options.relay` is set,
     /// `/register_user` (new password = the temporary one, so the same credentials can register again), and
-    /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key.
-    public static func registerDevice(_ options: RegisterLoadOptions, http: TransportClient, who: AdminWire.Credentials, index: Int,
-                                      timeZone: String) async -> String? {
+    /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key
+    /// (`register_user:403:invalid_credentials`, `transport:connect_failed`). `step` gets each step's latency (µs).
+    public static func registerDevice(_ options: RegisterLoadOptions, server: String? = nil, http: TransportClient, who: AdminWire.Credentials,
+                                      index: Int, timeZone: String,
+                                      step: @Sendable (String, UInt64) -> Void = { _, _ in }) async -> String? {
+        let server = server ?? options.server
         let suffix = options.ios ? "/ios" : ""
+        func timed<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
+            let began = ContinuousClock.now
+            let result = try await body()
+            step(name, UInt64(max(1, (ContinuousClock.now - began).seconds * 1_000_000)))
+            return result
+        }
         do {
             if options.healthOnly {
-                let response = try await http.send(TransportRequest(url: options.server + "/__admin/health"))
+                let response = try await http.send(TransportRequest(url: server + "/__admin/health"))
                 return response.status == 200 ? nil : "health:\(response.status)"
             }
             var token = "load-\(who.patientID)"
             if let relay = options.relay {
-                let response = try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: options.ios ? "ios" : "android", appID: "load")))
+                let response = try await timed("relay_token") {
+                    try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: options.ios ? "ios" : "android", appID: "load")))
+                }
                 guard response.status == 201, let t = try? response.decode(RelayWire.TokenResponse.self).token else {
                     return "relay_token:\(response.status)"
                 }
@@ -154,7 +217,7 @@ public enum RegisterLoad {
             form["phone_number"] = "NOT_SUPPLIED"
             form["timezone"] = timeZone
             form["fcm_token"] = token
-            let registered = try await http.send(.form(options.server + "/register_user" + suffix, form.encoded()))
+            let registered = try await timed("register") { try await http.send(.form(server + "/register_user" + suffix, form.encoded())) }
             guard registered.status == 200 else {
                 return "register_user:\(registered.status)" + ((try? registered.decode(ErrorBody.self)).map { ":" + $0.error.code } ?? "")
             }
@@ -163,7 +226,7 @@ public enum RegisterLoad {
                 list["patient_id"] = who.patientID
                 list["password"] = BeiwePassword.deviceHash(who.password)
                 list["device_id"] = "load-device-\(index)"
-                let surveys = try await http.send(.form(options.server + "/download_surveys" + suffix, list.encoded()))
+                let surveys = try await timed("download") { try await http.send(.form(server + "/download_surveys" + suffix, list.encoded())) }
                 guard surveys.status == 200 else { return "download_surveys:\(surveys.status)" }
             }
             return nil
@@ -174,26 +237,43 @@ public enum RegisterLoad {
         }
     }
 
+    /// Warnings about a run's set-up (printed before it starts).
+    public static func warnings(_ options: RegisterLoadOptions) -> [String] {
+        var result: [String] = []
+        if !options.healthOnly, options.participants.count < options.maxConcurrent {
+            result.append("only \(options.participants.count) participants for up to \(options.maxConcurrent) iterations in flight: the same "
+                          + "participant will register twice at once (the real Beiwe server answers 500 to a second registration "
+                          + "within one second)")
+        }
+        return result
+    }
+
     /// Runs the load and returns the report (thresholds are evaluated by the caller).
     public static func run(_ options: RegisterLoadOptions, http: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
         guard !options.participants.isEmpty else { throw LoadUsageError(flag: "--participants-file", message: "no participants to register") }
+        guard !options.servers.isEmpty else { throw LoadUsageError(flag: "--server", message: "give at least one server") }
         let recorder = LoadRecorder()
+        let cpuBefore = ProcessCPU.seconds()
+        let wallStart = Date()
         let start = ContinuousClock.now
         let end = start + options.warmup + options.duration
         let measuredFrom = start + options.warmup
-        let run = LoadRun(options: options, http: http, recorder: recorder, measuredFrom: measuredFrom)
+        let run = LoadRun(options: options, http: http, recorder: recorder, measuredFrom: measuredFrom, windowEnd: end)
 
+        // One line a second, through the drain too: totals, this second's completions and their p50/p99, in flight.
         let reporter = Task {
             var last = (ok: 0, failed: 0)
             var elapsed = 0
-            while !Task.isCancelled, ContinuousClock.now < end {
+            while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
+                if Task.isCancelled { break }
                 elapsed += 1
-                let s = recorder.state.withLock { ($0.succeeded, $0.failed, $0.inFlight, $0.overall) }
-                progress(String(format: "t=%3ds  ok %d (+%d/s)  failed %d (+%d)  in-flight %d  p50 %.2f ms  p99 %.2f ms",
-                                elapsed, s.0, s.0 - last.ok, s.1, s.1 - last.failed, s.2,
-                                ms(s.3.valueAtPercentile(50)), ms(s.3.valueAtPercentile(99))))
-                last = (s.0, s.1)
+                let p = recorder.progress()
+                let phase = ContinuousClock.now > end ? " (drain)" : ""
+                progress(String(format: "t=%3ds%@  ok %d (+%d/s)  failed %d (+%d)  in-flight %d  this second p50 %.2f ms  p99 %.2f ms",
+                                elapsed, phase, p.ok, p.ok - last.ok, p.failed, p.failed - last.failed, p.inFlight,
+                                ms(p.interval.valueAtPercentile(50)), ms(p.interval.valueAtPercentile(99))))
+                last = (p.ok, p.failed)
             }
         }
 
@@ -213,7 +293,8 @@ public enum RegisterLoad {
                     if recorder.inFlight() >= maxInFlight {
                         recorder.drop(measured: measured)
                     } else {
-                        recorder.begin(measured: measured, late: ContinuousClock.now - intended > .milliseconds(10))
+                        recorder.begin(measured: measured, late: ContinuousClock.now - intended > .milliseconds(10),
+                                       second: Int((intended - measuredFrom).seconds.rounded(.down)))
                         group.addTask { await run.perform(intended: intended) }
                     }
                     t += 1 / rate
@@ -226,7 +307,8 @@ public enum RegisterLoad {
                     group.addTask {
                         while ContinuousClock.now < end {
                             let intended = ContinuousClock.now
-                            recorder.begin(measured: intended >= measuredFrom, late: false)
+                            recorder.begin(measured: intended >= measuredFrom, late: false,
+                                           second: Int((intended - measuredFrom).seconds.rounded(.down)))
                             await run.perform(intended: intended)
                         }
                     }
@@ -234,45 +316,96 @@ public enum RegisterLoad {
             }
         }
         reporter.cancel()
-        let elapsed = max(0.001, (ContinuousClock.now - measuredFrom).seconds)
+        let finished = ContinuousClock.now
+        let window = max(0.001, options.duration.seconds)
         let s = recorder.state.withLock { $0 }
-        var correct: Bool?
-        var correctness: String?
-        if let studyID = options.studyID, !options.healthOnly {
-            do {
-                let stats = try await http.send(TransportRequest(url: options.server + "/__admin/studies/\(studyID)/stats")).decode(AdminWire.StudyStats.self)
-                let expected = s.successIDs.count
-                correct = stats.registered >= expected && (options.warmup > .zero || stats.registered == expected)
-                correctness = "server reports \(stats.registered) registered participants; the tool saw \(expected) distinct successes"
-                    + (options.warmup > .zero ? " after warm-up (warm-up registrations also count on the server)" : "")
-            } catch {
-                correct = false
-                correctness = "could not read the study's stats: \(error)"
-            }
-        }
-        let h = s.overall
+        let (correct, correctness) = options.healthOnly ? (nil, "not checked (health baseline)")
+            : await verify(options, http: http, registered: s.registered, since: wallStart)
         let measuredTotal = s.succeeded + s.failed
-        return LoadReport(
+        var report = LoadReport(
             scenario: options.healthOnly ? "health"
                 : "register" + (options.relay == nil ? "" : "+relay_token") + (options.download ? "+download_surveys" : ""),
-            model: modelName, target: options.server,
-            totals: .init(started: s.started, succeeded: s.succeeded, failed: s.failed, dropped: s.dropped, late: s.late, seconds: elapsed,
-                          throughput: Double(s.succeeded) / elapsed, errorRate: measuredTotal == 0 ? 0 : Double(s.failed) / Double(measuredTotal)),
-            latencyMs: LoadReport.latency(h),
+            model: modelName, target: options.servers.joined(separator: ","),
+            totals: .init(started: s.started, succeeded: s.succeeded, failed: s.failed, dropped: s.dropped, late: s.late, seconds: window,
+                          throughput: Double(s.completedInWindow) / window,
+                          errorRate: measuredTotal == 0 ? 0 : Double(s.failed) / Double(measuredTotal),
+                          offeredRate: Double(s.started) / window, completedInWindow: s.completedInWindow,
+                          drainSeconds: max(0, (finished - end).seconds)),
+            latencyMs: LoadReport.latency(s.overall),
             errors: s.errors,
-            perSecond: LoadReport.rows(s.seconds),
+            perSecond: LoadReport.rows(s.seconds, started: s.startedPerSecond),
             correct: correct, correctness: correctness, thresholds: [:])
+        report.histogram = HistogramCodec.encode(s.overall)
+        report.steps = s.steps.isEmpty ? nil : s.steps.mapValues(LoadReport.step)
+        report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
+                           participants: options.participants.count, timeout: options.timeout,
+                           cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.iterations)
+        return report
+    }
+
+    /// The correctness pass: every participant this run registered has a `last_registered_at` inside the run on the
+    /// server (`GET /__admin/participants/{id}`). `auto` makes it only where `/__admin/health` answers 200.
+    static func verify(_ options: RegisterLoadOptions, http: TransportClient, registered: Set<String>, since: Date) async -> (Bool?, String) {
+        if options.verify == .off { return (nil, "not checked (--verify off)") }
+        let admin = options.server + "/__admin"
+        let healthy = (try? await http.send(TransportRequest(url: admin + "/health")).status) == 200
+        guard healthy else {
+            if options.verify == .auto {
+                return (nil, "skipped: \(options.server) has no admin API (GET /__admin/health did not answer 200); --verify on requires one")
+            }
+            return (false, "--verify on, but \(options.server) has no admin API (GET /__admin/health did not answer 200)")
+        }
+        // One second of slack for clocks that tick apart (the tool and the server read their own clocks).
+        let from = since.addingTimeInterval(-1)
+        let ids = Array(registered)
+        let lanes = 16
+        let (ok, examples) = await withTaskGroup(of: (Int, [String]).self) { group in
+            for lane in 0..<lanes {
+                group.addTask {
+                    var confirmed = 0
+                    var problems: [String] = []
+                    var i = lane
+                    while i < ids.count {
+                        let id = ids[i]
+                        i += lanes
+                        do {
+                            let response = try await http.send(TransportRequest(url: admin + "/participants/" + id))
+                            let view = try response.decode(AdminWire.Participant.self)
+                            if let at = view.lastRegisteredAt.flatMap(WireTime.parse), at >= from {
+                                confirmed += 1
+                            } else {
+                                problems.append("\(id): last registered \(view.lastRegisteredAt ?? "never")")
+                            }
+                        } catch {
+                            problems.append("\(id): \(error)")
+                        }
+                    }
+                    return (confirmed, problems)
+                }
+            }
+            var total = 0
+            var examples: [String] = []
+            for await (confirmed, problems) in group {
+                total += confirmed
+                examples += problems.prefix(5 - min(5, examples.count))
+            }
+            return (total, examples)
+        }
+        let text = "\(ok) of \(ids.count) participants the tool registered show a registration during this run on the server"
+            + (examples.isEmpty ? "" : " (e.g. \(examples.joined(separator: "; ")))")
+        return (ok == ids.count, text)
     }
 }
 
 /// `survey-cli load setup`: a study and its participants, created through the admin API.
 public enum LoadSetup {
     public struct Result: Codable, Sendable {
-        public var server: String
-        public var studyID: String
+        public var server: String?
+        /// Optional: a participants file for a server the trio did not set up need not name a study.
+        public var studyID: String?
         public var participants: [AdminWire.Credentials]
         enum CodingKeys: String, CodingKey { case server, studyID = "study_id", participants }
-        public init(server: String, studyID: String, participants: [AdminWire.Credentials]) {
+        public init(server: String?, studyID: String?, participants: [AdminWire.Credentials]) {
             self.server = server
             self.studyID = studyID
             self.participants = participants

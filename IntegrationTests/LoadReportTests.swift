@@ -1,0 +1,202 @@
+import Foundation
+import Histogram
+import SurveyWire
+import Testing
+import Transport
+@testable import TrioTesting
+
+/// A stand-in Beiwe server without the trio's admin API (IntegrationTests/Fixtures/standin-server.py), answering
+/// registrations after `delayMs`.
+func withStandIn<T>(delayMs: Int, _ body: (String) async throws -> T) async throws -> T {
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/standin-server.py")
+    let log = temporaryDirectory("standin").appendingPathComponent("standin.log")
+    let server = try await ServerProcess.launch(executable: URL(fileURLWithPath: "/usr/bin/env"),
+                                                arguments: ["python3", script.path, String(delayMs)], logFile: log)
+    do {
+        let result = try await body(server.url)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+extension Integration {
+/// The load tool's report: honest against servers that are not ours, right about throughput, reproducible, mergeable.
+@Suite(.timeLimit(.minutes(2))) struct LoadReportTests {
+    static let people = (0..<200).map { AdminWire.Credentials(patientID: "p\($0)", password: "pw") }
+
+    /// Defect 1: a server without the admin API is not a failed correctness pass; `--verify auto` skips it and says so.
+    @Test func aServerWithoutTheAdminAPIIsNotAFalseFailure() async throws {
+        try await withStandIn(delayMs: 0) { url in
+            let http = TransportClient()
+            defer { http.shutdown() }
+            var options = RegisterLoadOptions(server: url, participants: Self.people, model: .closed(concurrency: 4), duration: .milliseconds(500))
+            let report = try await RegisterLoad.run(options, http: http) { _ in }
+            #expect(report.totals.succeeded > 0 && report.totals.failed == 0)
+            #expect(report.correct == nil)
+            #expect(report.correctness?.contains("no admin API") == true)
+            options.verify = .on
+            let strict = try await RegisterLoad.run(options, http: http) { _ in }
+            #expect(strict.correct == false)
+            // The CLI: exit 0 with the notice (it exited 99 with 0 errors before), and a participants file without study_id.
+            let file = temporaryDirectory("standin-load").appendingPathComponent("p.json")
+            try Data(#"{"participants": [{"patient_id": "a1", "password": "pw"}, {"patient_id": "a2", "password": "pw"}]}"#.utf8).write(to: file)
+            #expect(try LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
+                                                 "--concurrency", "2", "--duration", "300ms"]) == 0)
+            #expect(try LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
+                                                 "--concurrency", "2", "--duration", "300ms", "--verify", "on"]) == 99)
+        }
+    }
+
+    /// Defect 3: against a slow server (200 ms per registration) at 20/s for 2 s, throughput counts completions inside
+    /// the window over the window (the drain does not dilute it), and rows are by completion time with the drain after.
+    @Test func openModelThroughputAndRowsAgainstASlowServer() async throws {
+        try await withStandIn(delayMs: 200) { url in
+            let http = TransportClient()
+            defer { http.shutdown() }
+            let options = RegisterLoadOptions(server: url, participants: Self.people, model: .open(RateSchedule(constant: 20), maxInFlight: 100),
+                                              duration: .seconds(2))
+            let report = try await RegisterLoad.run(options, http: http) { _ in }
+            let totals = report.totals
+            #expect(totals.started >= 39 && totals.started <= 41)
+            #expect(totals.succeeded == totals.started)
+            // About 1.8 s of the 2 s window produced completions: ≈ 36 of 40.
+            let completed = try #require(totals.completedInWindow)
+            #expect(completed >= 30 && completed < totals.succeeded, "\(completed) of \(totals.succeeded) completed inside the window")
+            #expect(abs(totals.throughput - Double(completed) / 2) < 0.001)
+            #expect(abs((totals.offeredRate ?? 0) - Double(totals.started) / 2) < 0.001)
+            #expect((totals.drainSeconds ?? 0) > 0.1)
+            // Rows by completion time: none in the first 200 ms, the drain in second 2, and they add up.
+            #expect(report.perSecond.map(\.succeeded).reduce(0, +) == totals.succeeded)
+            let drain = try #require(report.perSecond.first { $0.second == 2 })
+            #expect(drain.succeeded > 0 && (drain.started ?? 0) == 0)
+            #expect(report.perSecond.allSatisfy { $0.succeeded == 0 || $0.p50 >= 200 })
+            #expect(report.latencyMs.p50 >= 200)
+        }
+    }
+
+    /// Defects 2, 4, 6 and the distributed run: two shards at once against the trio, each verified per run, merged into one
+    /// report whose counts and histogram are exactly the sum of the shards'.
+    @Test func twoShardsMergeIntoOneExactReport() async throws {
+        try await Trio.with { trio in
+            let setup = try await LoadSetup.run(server: trio.server.url, participants: 20, scheduling: "device", perParticipantKeys: false, http: trio.http)
+            let dir = temporaryDirectory("shards")
+            let file = dir.appendingPathComponent("p.json")
+            try WireJSON.encode(setup).write(to: file)
+            func shard(_ spec: String) async throws -> LoadReport {
+                let path = dir.appendingPathComponent("\(spec.replacingOccurrences(of: "/", with: "-")).json").path
+                let status = try LoadToolTests.surveyCLI(["load", "register", "--server", trio.server.url, "--participants-file", file.path,
+                                                          "--shard", spec, "--concurrency", "2", "--duration", "1s", "--relay", trio.relay.url,
+                                                          "--timeout", "7s", "--report", path])
+                #expect(status == 0)
+                return try WireJSON.decode(LoadReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+            }
+            async let first = shard("1/2")
+            async let second = shard("2/2")
+            let (a, b) = try await (first, second)
+            for report in [a, b] {
+                #expect(report.correct == true, "\(report.correctness ?? "")")
+                let run = try #require(report.run)
+                #expect(run.options["shard"] != nil && run.options["concurrency"] == "2" && run.options["duration"] == "1s")
+                #expect(run.version == TrioVersion.current && run.cores > 0 && !run.host.isEmpty)
+                #expect(run.participants == 10 && run.timeoutSeconds == 7)
+                #expect(run.toolCPUMsPerIteration != nil)
+                #expect(report.steps?["relay_token"] != nil && report.steps?["register"] != nil)
+            }
+            // Verified per run: the same participants again are checked against this run's registrations, not all time.
+            let merged = try LoadMerge.merge([a, b])
+            #expect(merged.totals.succeeded == a.totals.succeeded + b.totals.succeeded)
+            #expect(merged.totals.started == a.totals.started + b.totals.started)
+            #expect(merged.correct == true)
+            var sum = try HistogramCodec.decode(#require(a.histogram))
+            sum.add(try HistogramCodec.decode(#require(b.histogram)))
+            #expect(try HistogramCodec.decode(#require(merged.histogram)).totalCount == sum.totalCount)
+            #expect(merged.histogram == HistogramCodec.encode(sum))
+            #expect(merged.perSecond.map(\.succeeded).reduce(0, +) == merged.totals.succeeded)
+            #expect(merged.run?.mergedFrom == 2)
+            // The CLI merges the files the same way.
+            let out = dir.appendingPathComponent("merged.json")
+            #expect(try LoadToolTests.surveyCLI(["load", "merge", dir.appendingPathComponent("1-2.json").path,
+                                                 dir.appendingPathComponent("2-2.json").path, "--report", out.path,
+                                                 "--threshold", "register.p99<10s"]) == 0)
+            let written = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: out))
+            #expect(written.histogram == merged.histogram && written.thresholds == ["register.p99<10s": true])
+        }
+    }
+
+    /// Defect 2: the pass checks this run's registrations on the server; a participant the tool claims but the server
+    /// never registered fails it.
+    @Test func verificationIsPerRunAndCanFail() async throws {
+        try await Trio.with { trio in
+            let setup = try await LoadSetup.run(server: trio.server.url, participants: 3, scheduling: "device", perParticipantKeys: false, http: trio.http)
+            let options = RegisterLoadOptions(server: trio.server.url, participants: setup.participants, model: .closed(concurrency: 1),
+                                              duration: .milliseconds(300))
+            let report = try await RegisterLoad.run(options, http: trio.http) { _ in }
+            #expect(report.correct == true)
+            // Registered before "now": not part of a run that starts now.
+            let later = Date().addingTimeInterval(5)
+            let (stale, text) = await RegisterLoad.verify(options, http: trio.http, registered: Set(setup.participants.map(\.patientID)), since: later)
+            #expect(stale == false && text.contains("0 of 3"))
+        }
+    }
+
+    @Test func shardsAreDisjointAndCoverEverything() throws {
+        let items = Array(0..<10)
+        let slices = try (1...3).map { try LoadMerge.shard(items, "\($0)/3") }
+        #expect(slices.flatMap { $0 } == items)
+        #expect(slices.map(\.count) == [3, 3, 4])
+        #expect(throws: LoadUsageError.self) { try LoadMerge.shard(items, "0/3") }
+        #expect(throws: LoadUsageError.self) { try LoadMerge.shard(items, "4/3") }
+        #expect(throws: LoadUsageError.self) { try LoadMerge.shard(items, "half") }
+    }
+
+    @Test func poolSmallerThanConcurrencyIsWarnedAbout() {
+        let options = RegisterLoadOptions(server: "http://x", participants: Array(Self.people.prefix(4)), model: .closed(concurrency: 8),
+                                          duration: .seconds(1))
+        #expect(RegisterLoad.warnings(options).count == 1)
+        let enough = RegisterLoadOptions(server: "http://x", participants: Self.people, model: .closed(concurrency: 8), duration: .seconds(1))
+        #expect(RegisterLoad.warnings(enough).isEmpty)
+    }
+
+    @Test func stepThresholdsNameAStep() throws {
+        let rule = try Threshold(parsing: "register.p99<50ms")
+        #expect(rule.step == "register")
+        #expect(throws: LoadUsageError.self) { try Threshold(parsing: "register.errors<1%") }
+    }
+}
+}
+
+/// HdrHistogram's compressed encoding: what is encoded decodes to the same counts, and the text has the standard prefix.
+@Suite struct HistogramCodecTests {
+    @Test func encodedHistogramsDecodeToTheSameDistribution() throws {
+        var histogram = HistogramCodec.make()
+        var random = SeededRandom(seed: 11)
+        for _ in 0..<10_000 { _ = histogram.record(UInt64(random.next() % 5_000_000) + 1) }
+        _ = histogram.record(3_599_999_999)
+        let text = HistogramCodec.encode(histogram)
+        #expect(text.hasPrefix("HISTF"))
+        let decoded = try HistogramCodec.decode(text)
+        #expect(decoded.totalCount == histogram.totalCount)
+        for p in [1.0, 50, 90, 99, 99.9] { #expect(decoded.valueAtPercentile(p) == histogram.valueAtPercentile(p)) }
+        // The exact extremes are not part of the encoding: they come back as their buckets' equivalents.
+        #expect(decoded.valuesAreEquivalent(decoded.max, histogram.max) && decoded.valuesAreEquivalent(decoded.min, histogram.min))
+        #expect(HistogramCodec.encode(decoded) == text)
+        // An empty histogram round-trips too; garbage is refused with a reason.
+        #expect(try HistogramCodec.decode(HistogramCodec.encode(HistogramCodec.make())).totalCount == 0)
+        #expect(throws: HistogramCodecError.self) { try HistogramCodec.decode("HISTFnot") }
+    }
+
+    /// A histogram encoded by the reference Python library (`hdrhistogram` 0.10.8: values 100, 2000, 2000, 50000,
+    /// 123456789 in a 1 µs–1 h, 3-digit histogram) decodes here; the same library decoded this tool's reports (count and
+    /// percentiles equal) when this was written.
+    @Test func theReferenceLibrarysEncodingDecodes() throws {
+        let decoded = try HistogramCodec.decode("HISTFAAAAC54nJNpmSzMwMDAywABzFCaEURcm7yEwf4DROA4I9NVWZaJnkz/tzAyAQCtkgjm")
+        #expect(decoded.totalCount == 5)
+        for (value, count) in [(UInt64(100), UInt64(1)), (2000, 2), (50_000, 1), (123_456_789, 1)] {
+            #expect(UInt64(decoded.countForValue(value)) == count, "\(value)")
+        }
+        #expect(throws: HistogramCodecError.self) { try HistogramCodec.decode(Data([1, 2, 3, 4, 5, 6, 7, 8, 9]).base64EncodedString()) }
+    }
+}
