@@ -228,13 +228,18 @@ public enum AdminWire {
         public var nonce: String?
         /// The push's schedule uuids the device reported receiving (`notification_uuids`); Beiwe's `confirmed_received`.
         public var confirmedUUIDs: [String]?
+        /// The relay's id of the message (APNs `apns-id`, the last part of FCM's `name`): the key of its
+        /// `GET /__control/trace` entries.
+        public var relayMessageID: String?
         enum CodingKeys: String, CodingKey {
             case uuid, patientID = "patient_id", surveyIDs = "survey_ids", scheduleUUIDs = "schedule_uuids"
             case dueAt = "due_at", sentAt = "sent_at", status, relayStatus = "relay_status"
-            case relayReason = "relay_reason", nonce, confirmedUUIDs = "confirmed_uuids"
+            case relayReason = "relay_reason", nonce, confirmedUUIDs = "confirmed_uuids", relayMessageID = "relay_message_id"
         }
         public init(uuid: String, patientID: String, surveyIDs: [String], scheduleUUIDs: [String], dueAt: String,
-                    sentAt: String?, status: String, relayStatus: Int?, relayReason: String?, nonce: String?) {
+                    sentAt: String?, status: String, relayStatus: Int?, relayReason: String?, nonce: String?,
+                    relayMessageID: String? = nil) {
+            self.relayMessageID = relayMessageID
             self.uuid = uuid
             self.patientID = patientID
             self.surveyIDs = surveyIDs

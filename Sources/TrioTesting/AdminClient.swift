@@ -81,6 +81,18 @@ public struct AdminClient: Sendable {
         try await api.get([AdminWire.PushLogEntry].self, "/__admin/studies/\(study)/pushes" + JSONAPI.query([("patient_id", patient)]))
     }
     /// `PUT /__admin/faults` with a list of rules (replaces all; `[]` clears).
+    /// One push of the send log, by uuid.
+    public func push(_ uuid: String) async throws -> AdminWire.PushLogEntry {
+        try await api.get(AdminWire.PushLogEntry.self, "/__admin/pushes/\(uuid)")
+    }
+
+    /// The request journal, newest first.
+    public func requests(path: String? = nil, limit: Int = 1000) async throws -> [RequestJournalEntry] {
+        var query = "?limit=\(limit)"
+        if let path { query += "&path=" + (path.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? path) }
+        return try await api.get(RequestJournalListing.self, "/__admin/requests" + query).requests
+    }
+
     public func setFaults(_ rules: [AdminWire.FaultRule]) async throws {
         _ = try await api.call("PUT", "/__admin/faults", body: rules)
     }
@@ -155,4 +167,20 @@ public struct RelayControlClient: Sendable {
         request.headers += headers.map { (name: $0.0, value: $0.1) }
         return try await api.http.send(request)
     }
+}
+
+/// One entry of a server's request journal (`GET /__admin/requests`, `GET /__control/requests`).
+public struct RequestJournalEntry: Codable, Sendable {
+    public var at: String
+    public var method: String
+    public var path: String
+    public var status: Int
+    public var durationMs: Double
+    public var participant: String?
+    public var token: String?
+    enum CodingKeys: String, CodingKey { case at, method, path, status, durationMs = "duration_ms", participant, token }
+}
+
+struct RequestJournalListing: Codable, Sendable {
+    var requests: [RequestJournalEntry]
 }

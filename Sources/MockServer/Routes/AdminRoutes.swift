@@ -38,6 +38,7 @@ struct AdminRoutes: Sendable {
         admin.delete("/surveys/{survey_id}") { _, ctx in try await deleteSurvey(try ctx.parameters.require("survey_id")) }
         admin.get("/studies/{study_id}/occurrences") { request, ctx in try await occurrences(request, try ctx.parameters.require("study_id")) }
         admin.get("/studies/{study_id}/pushes") { request, ctx in try await pushes(request, try ctx.parameters.require("study_id")) }
+        admin.get("/pushes/{push_uuid}") { _, ctx in try await push(try ctx.parameters.require("push_uuid")) }
         admin.get("/studies/{study_id}/submissions") { request, ctx in try await submissions(request, try ctx.parameters.require("study_id")) }
         admin.get("/telemetry") { request, _ in try await telemetry(request) }
         admin.get("/telemetry/gaps") { request, _ in try await telemetryGaps(request) }
@@ -322,6 +323,20 @@ struct AdminRoutes: Sendable {
         let rows = try await studyRows(OccurrenceRecord.self, request, studyID, extra: all ? nil : "status = 'pending'",
                                        order: "due_at, patient_id, survey_id")
         return JSONResponse.make(rows.map(\.view))
+    }
+
+    /// One push of the send log, by its uuid (whatever the study).
+    func push(_ uuid: String) async throws -> Response {
+        let found = try await store.read { db -> (PushRecord, [String])? in
+            guard let record = try PushRecord.filter(sql: "uuid = ?", arguments: [uuid]).fetchOne(db) else { return nil }
+            let confirmed = try String.fetchAll(db, sql: "SELECT uuid FROM notification_report WHERE patient_id = ?", arguments: [record.patientId])
+            return (record, confirmed)
+        }
+        guard let (record, confirmed) = found else { throw APIError(.notFound, code: "unknown_push", "no push has the uuid '\(uuid)'") }
+        var view = record.view
+        let reported = Set(confirmed.map { $0.lowercased() })
+        view.confirmedUUIDs = view.scheduleUUIDs.filter { reported.contains($0.lowercased()) }
+        return JSONResponse.make(view)
     }
 
     func pushes(_ request: Request, _ studyID: String) async throws -> Response {

@@ -11,6 +11,8 @@ struct PushDispatcher: Sendable {
         var status: String
         var relayStatus: Int?
         var reason: String?
+        /// The relay's message id, when it accepted the push.
+        var messageID: String? = nil
     }
 
     let client: TransportClient
@@ -44,7 +46,10 @@ struct PushDispatcher: Sendable {
             let response = try await client.send(timed)
             switch response.status {
             case 200:
-                return Outcome(status: "sent", relayStatus: 200, reason: nil)
+                // APNs answers the message's id in `apns-id`; FCM names it in `name` (projects/P/messages/ID).
+                let messageID = os == "ios" ? (response.header("apns-id") ?? id)
+                    : (try? response.decode(RelayWire.FCMSendResponse.self)).flatMap { $0.name.split(separator: "/").last.map(String.init) }
+                return Outcome(status: "sent", relayStatus: 200, reason: nil, messageID: messageID)
             case 410, 404:
                 return Outcome(status: "token_unregistered", relayStatus: response.status, reason: Self.reason(response))
             default:

@@ -297,6 +297,7 @@ final class SchedulerEngine: Sendable {
                                     sentAt: outcome.status == "sent" ? t : nil, status: outcome.status,
                                     relayStatus: outcome.relayStatus, reason: outcome.reason, nonce: nonce)
         record.uuid = pushID
+        record.relayMessageId = outcome.messageID
         result.records.append(record)
         switch outcome.status {
         case "sent":
@@ -321,7 +322,7 @@ final class SchedulerEngine: Sendable {
             surveyIds: (try? WireJSON.encodeString(surveyIDs)) ?? "[]",
             scheduleUuids: (try? WireJSON.encodeString(occurrences.map(\.uuid))) ?? "[]",
             dueAt: occurrences.map(\.dueAt).min() ?? 0, sentAt: sentAt, status: status, relayStatus: relayStatus,
-            relayReason: reason, nonce: nonce)
+            relayReason: reason, nonce: nonce, relayMessageId: nil)
     }
 }
 

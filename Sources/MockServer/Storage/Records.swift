@@ -228,10 +228,12 @@ struct PushRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var relayStatus: Int?
     var relayReason: String?
     var nonce: String?
+    var relayMessageId: String?
 
     enum CodingKeys: String, CodingKey {
         case seq, uuid, studyId = "study_id", patientId = "patient_id", surveyIds = "survey_ids", scheduleUuids = "schedule_uuids"
         case dueAt = "due_at", sentAt = "sent_at", status, relayStatus = "relay_status", relayReason = "relay_reason", nonce
+        case relayMessageId = "relay_message_id"
     }
 
     var view: AdminWire.PushLogEntry {
@@ -241,7 +243,7 @@ struct PushRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
             scheduleUUIDs: (try? WireJSON.decode([String].self, from: scheduleUuids)) ?? [],
             dueAt: WireTime.format(Date(timeIntervalSince1970: dueAt)),
             sentAt: sentAt.map { WireTime.format(Date(timeIntervalSince1970: $0)) },
-            status: status, relayStatus: relayStatus, relayReason: relayReason, nonce: nonce)
+            status: status, relayStatus: relayStatus, relayReason: relayReason, nonce: nonce, relayMessageID: relayMessageId)
     }
 }
 

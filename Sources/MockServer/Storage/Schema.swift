@@ -162,6 +162,9 @@ enum Schema {
                 )
                 """)
         }
+        migrator.registerMigration("v5-push-relay-message-id") { db in
+            try db.execute(sql: "ALTER TABLE push ADD COLUMN relay_message_id TEXT")
+        }
         return migrator
     }
 }
