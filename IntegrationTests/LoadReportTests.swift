@@ -123,6 +123,14 @@ extension Integration {
                                                  "--threshold", "register.p99<10s"]) == 0)
             let written = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: out))
             #expect(written.histogram == merged.histogram && written.thresholds == ["register.p99<10s": true])
+            // The HTML report: three charts with drawn series (each shard's line too), nothing fetched when viewed.
+            let html = LoadHTML.render(written, shards: [a, b])
+            #expect(html.components(separatedBy: "<svg").count - 1 == 3)
+            let paths = html.components(separatedBy: "class=\"series\" d=\"").dropFirst().map { $0.prefix { $0 != "\"" } }
+            #expect(paths.count >= 8 && paths.allSatisfy { $0.hasPrefix("M") }, "\(paths.count) series")
+            #expect(paths.contains { $0.contains("L") })
+            #expect(html.contains("shard 2") && html.contains("register.p99&lt;10s"))
+            #expect(!html.contains("src=") && !html.contains("<link") && !html.contains("<script"))
         }
     }
 

@@ -44,6 +44,15 @@ ensure_python_tools() {
     cp "$want" "$VENV/tools.txt"
 }
 
+# Headless Chromium (Debian's package), to render the HTML load report the way a browser shows it.
+ensure_chromium() {
+    command -v chromium >/dev/null 2>&1 && return 0
+    local saved=("${APT_PACKAGES[@]}")
+    APT_PACKAGES=(chromium)
+    ensure_packages
+    APT_PACKAGES=("${saved[@]}")
+}
+
 build() {
     cd "$ROOT"
     local started=$SECONDS

@@ -68,6 +68,7 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         """)
     var thresholds: [String] = []
     @Option(help: "Correctness pass: auto (only where GET /__admin/health answers 200), on, off.") var verify = "auto"
+    @Option(help: "Write a self-contained HTML report (charts as inline SVG) here.") var html: String?
     @Option(help: "Use only the I-th of N disjoint slices of the participants, e.g. 2/4 (one slice per machine).") var shard: String?
     @Option(help: "Per-request timeout, e.g. 30s.") var timeout = "30s"
 
@@ -146,6 +147,7 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         for threshold in parsedThresholds { result.thresholds[threshold.text] = threshold.passes(result) }
         print(result.table())
         if let report { try WireJSON.encode(result).write(to: URL(fileURLWithPath: report)) }
+        if let html { try Data(LoadHTML.render(result).utf8).write(to: URL(fileURLWithPath: html)) }
         if result.totals.succeeded == 0 && result.totals.failed > 0 && result.errors.keys.allSatisfy({ $0.hasPrefix("transport:") }) {
             FileHandle.standardError.write(Data("load: the server could not be reached\n".utf8))
             throw ExitCode(2)
@@ -180,6 +182,7 @@ struct LoadPushCommand: AsyncParsableCommand {
     @Option(help: "Write the JSON report here.") var report: String?
     @Option(name: .customLong("threshold"), help: "A pass/fail rule: p99<50ms, errors<0.1%, rate>1000/s. Repeatable.")
     var thresholds: [String] = []
+    @Option(help: "Write a self-contained HTML report (charts as inline SVG) here.") var html: String?
 
     func run() async throws {
         let options: PushLoadOptions, parsedThresholds: [Threshold]
@@ -217,6 +220,7 @@ struct LoadPushCommand: AsyncParsableCommand {
         for threshold in parsedThresholds { result.thresholds[threshold.text] = threshold.passes(result) }
         print(result.table())
         if let report { try WireJSON.encode(result).write(to: URL(fileURLWithPath: report)) }
+        if let html { try Data(LoadHTML.render(result).utf8).write(to: URL(fileURLWithPath: html)) }
         if result.correct == false || result.thresholds.values.contains(false) { throw ExitCode(99) }
     }
 }
@@ -233,6 +237,7 @@ struct LoadMergeCommand: AsyncParsableCommand {
 
     @Argument(help: "Reports written by load register --report (or load push --report).") var reports: [String]
     @Option(help: "Write the merged JSON report here.") var report: String?
+    @Option(help: "Write a self-contained HTML report of the merged run (each shard's completions drawn too) here.") var html: String?
     @Option(name: .customLong("threshold"), help: "A pass/fail rule on the merged report (as for load register). Repeatable.")
     var thresholds: [String] = []
 
@@ -264,6 +269,7 @@ struct LoadMergeCommand: AsyncParsableCommand {
         }
         print(merged.table())
         if let report { try WireJSON.encode(merged).write(to: URL(fileURLWithPath: report)) }
+        if let html { try Data(LoadHTML.render(merged, shards: loaded).utf8).write(to: URL(fileURLWithPath: html)) }
         if merged.correct == false || merged.thresholds.values.contains(false) { throw ExitCode(99) }
     }
 }
