@@ -75,18 +75,7 @@ extension Integration {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio, scheduling: "device")
             let dataDir = temporaryDirectory("cli-no-relay")
-            func run(_ arguments: [String]) throws -> (Int32, String) {
-                let process = Process()
-                process.executableURL = Executables.url("survey-cli")
-                process.arguments = arguments
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                process.waitUntilExit()
-                return (process.terminationStatus, text)
-            }
+            let run = runSurveyCLI
             let (registered, _) = try run(["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url,
                                            "--patient-id", setup.credentials.patientID, "--password", setup.credentials.password,
                                            "--timezone", "America/Chicago"])

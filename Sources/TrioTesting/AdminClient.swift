@@ -87,10 +87,10 @@ public struct AdminClient: Sendable {
     }
 
     /// The request journal, newest first.
-    public func requests(path: String? = nil, limit: Int = 1000) async throws -> [RequestJournalEntry] {
+    public func requests(path: String? = nil, limit: Int = 1000) async throws -> [JournalWire.Entry] {
         var query = "?limit=\(limit)"
         if let path { query += "&path=" + (path.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? path) }
-        return try await api.get(RequestJournalListing.self, "/__admin/requests" + query).requests
+        return try await api.get(JournalWire.Listing.self, "/__admin/requests" + query).requests
     }
 
     public func setFaults(_ rules: [AdminWire.FaultRule]) async throws {
@@ -169,18 +169,3 @@ public struct RelayControlClient: Sendable {
     }
 }
 
-/// One entry of a server's request journal (`GET /__admin/requests`, `GET /__control/requests`).
-public struct RequestJournalEntry: Codable, Sendable {
-    public var at: String
-    public var method: String
-    public var path: String
-    public var status: Int
-    public var durationMs: Double
-    public var participant: String?
-    public var token: String?
-    enum CodingKeys: String, CodingKey { case at, method, path, status, durationMs = "duration_ms", participant, token }
-}
-
-struct RequestJournalListing: Codable, Sendable {
-    var requests: [RequestJournalEntry]
-}

@@ -81,6 +81,15 @@ final class SignalWaiter {
         return signalled
     }
 
+    /// Polls process `pid` every 200 ms: true once it is gone, false when the calling task was cancelled first.
+    static func untilGone(_ pid: Int32) async -> Bool {
+        while !Task.isCancelled {
+            if kill(pid, 0) != 0 && errno == ESRCH { return true }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+        return false
+    }
+
     /// Why ``wait(upTo:parentPID:done:)`` returned.
     enum End: Sendable, Equatable { case signal, timeout, parentGone, done }
 
@@ -96,13 +105,7 @@ final class SignalWaiter {
                 }
             }
             if let parentPID {
-                group.addTask {
-                    while !Task.isCancelled {
-                        if kill(parentPID, 0) != 0 && errno == ESRCH { return .parentGone }
-                        try? await Task.sleep(for: .milliseconds(200))
-                    }
-                    return .signal
-                }
+                group.addTask { await Self.untilGone(parentPID) ? .parentGone : .signal }
             }
             if let done {
                 group.addTask {
@@ -123,13 +126,7 @@ final class SignalWaiter {
         let reason = await withTaskGroup(of: Reason.self) { group in
             group.addTask { for await _ in stream { return .signal }; return .signal }
             if let parentPID {
-                group.addTask {
-                    while !Task.isCancelled {
-                        if kill(parentPID, 0) != 0 && errno == ESRCH { return .parentGone }
-                        try? await Task.sleep(for: .milliseconds(200))
-                    }
-                    return .signal
-                }
+                group.addTask { await Self.untilGone(parentPID) ? .parentGone : .signal }
             }
             group.addTask {
                 while trio.server.isRunning && trio.relay.isRunning && !Task.isCancelled {

@@ -5,35 +5,10 @@ import SurveyWire
 /// The last requests a server answered, as WireMock's request journal: method, path, status, duration, and the
 /// participant or device token it concerned. Bodies are never kept. Holds at most `capacity` entries (the oldest go).
 public final class RequestJournal: Sendable {
-    /// One answered request.
-    public struct Entry: Codable, Sendable, Equatable {
-        public var at: String
-        public var method: String
-        public var path: String
-        public var status: Int
-        public var durationMs: Double
-        public var participant: String?
-        public var token: String?
-
-        enum CodingKeys: String, CodingKey {
-            case at, method, path, status, durationMs = "duration_ms", participant, token
-        }
-
-        public init(at: String, method: String, path: String, status: Int, durationMs: Double, participant: String? = nil, token: String? = nil) {
-            self.at = at
-            self.method = method
-            self.path = path
-            self.status = status
-            self.durationMs = durationMs
-            self.participant = participant
-            self.token = token
-        }
-    }
-
+    /// One answered request (the wire type, shared with the clients that read journals).
+    public typealias Entry = JournalWire.Entry
     /// What `GET .../requests` answers.
-    public struct Listing: Codable, Sendable, Equatable {
-        public var requests: [Entry]
-    }
+    public typealias Listing = JournalWire.Listing
 
     /// Entries kept by default.
     public static let defaultCapacity = 1_000
