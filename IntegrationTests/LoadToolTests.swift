@@ -81,6 +81,11 @@ extension Integration {
             #expect(report.correct == true)
             #expect(report.latencyMs.p50 > 0 && report.latencyMs.p50 <= report.latencyMs.max)
             #expect(report.scenario == "push(\(platform), 20 devices)")
+            // Throughput counts deliveries inside the sending window; rows are by delivery time and add up.
+            let inWindow = try #require(report.totals.completedInWindow)
+            #expect(abs(report.totals.throughput - Double(inWindow) / report.totals.seconds) < 0.001)
+            #expect(report.perSecond.map(\.succeeded).reduce(0, +) == report.totals.succeeded)
+            #expect(report.histogram?.hasPrefix("HISTF") == true && report.run != nil)
         }
     }
 

@@ -60,13 +60,20 @@ final class PushLedger: Sendable {
         var overall = HistogramCodec.make()
         var seconds: [Int: LoadReport.SecondBucket] = [:]
         var errors: [String: Int] = [:]
+        var startedPerSecond: [Int: Int] = [:]
+        /// Deliveries that arrived before the sending window closed (what throughput counts).
+        var deliveredInWindow = 0
         var started = 0, delivered = 0, failed = 0, dropped = 0, late = 0, duplicates = 0, inFlight = 0, foreign = 0
     }
 
     let state = Mutex(State())
     let measuredFrom: ContinuousClock.Instant
+    let windowEnd: ContinuousClock.Instant
 
-    init(measuredFrom: ContinuousClock.Instant) { self.measuredFrom = measuredFrom }
+    init(measuredFrom: ContinuousClock.Instant, windowEnd: ContinuousClock.Instant? = nil) {
+        self.measuredFrom = measuredFrom
+        self.windowEnd = windowEnd ?? measuredFrom + .seconds(365 * 86400)
+    }
 
     func second(_ instant: ContinuousClock.Instant) -> Int { Int((instant - measuredFrom).seconds) }
 
@@ -78,6 +85,7 @@ final class PushLedger: Sendable {
             s.inFlight += 1
             if measured {
                 s.started += 1
+                s.startedPerSecond[second(intended), default: 0] += 1
                 if late { s.late += 1 }
             }
         }
@@ -91,7 +99,8 @@ final class PushLedger: Sendable {
             guard entry.measured else { return }
             s.failed += 1
             s.errors[error, default: 0] += 1
-            s.seconds[second(entry.intended), default: (HistogramCodec.make(), 0, 0)].failed += 1
+            // Rows are by completion time, as for registrations.
+            s.seconds[max(0, second(ContinuousClock.now)), default: (HistogramCodec.make(), 0, 0)].failed += 1
         }
     }
 
@@ -112,8 +121,9 @@ final class PushLedger: Sendable {
             guard entry.measured else { return }
             let micros = UInt64(max(1, (now - entry.intended).seconds * 1_000_000))
             s.delivered += 1
+            if now <= windowEnd { s.deliveredInWindow += 1 }
             _ = s.overall.record(micros)
-            let key = second(entry.intended)
+            let key = max(0, second(now))
             var bucket = s.seconds[key] ?? (HistogramCodec.make(), 0, 0)
             _ = bucket.histogram.record(micros)
             bucket.ok += 1
@@ -163,7 +173,7 @@ public enum PushLoad {
 
         let start = ContinuousClock.now
         let measuredFrom = start + options.warmup
-        let ledger = PushLedger(measuredFrom: measuredFrom)
+        let ledger = PushLedger(measuredFrom: measuredFrom, windowEnd: measuredFrom + options.duration)
         links.ledger.withLock { $0 = ledger }
         let sendEnd = start + options.warmup + options.duration
 
@@ -218,11 +228,13 @@ public enum PushLoad {
         var report = LoadReport(
             scenario: "push(\(options.platform), \(tokens.count) devices)", model: "open", target: options.relay,
             totals: .init(started: s.started, succeeded: s.delivered, failed: s.failed + lost, dropped: s.dropped, late: s.late,
-                          seconds: elapsed, throughput: Double(s.delivered) / elapsed,
-                          errorRate: finished == 0 ? 0 : Double(s.failed + lost) / Double(finished)),
+                          seconds: elapsed, throughput: Double(s.deliveredInWindow) / elapsed,
+                          errorRate: finished == 0 ? 0 : Double(s.failed + lost) / Double(finished),
+                          offeredRate: Double(s.started) / elapsed, completedInWindow: s.deliveredInWindow,
+                          drainSeconds: max(0, (ContinuousClock.now - sendEnd).seconds)),
             latencyMs: LoadReport.latency(h),
             errors: s.errors,
-            perSecond: LoadReport.rows(s.seconds),
+            perSecond: LoadReport.rows(s.seconds, started: s.startedPerSecond),
             correct: lost == 0 && s.duplicates == 0,
             correctness: "\(s.delivered) delivered, \(lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
                 + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected",
