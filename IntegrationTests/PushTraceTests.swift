@@ -37,6 +37,10 @@ extension Integration {
             #expect(status == 0)
             let decoded = try WireJSON.decode(PushTrace.self, from: Data(output.utf8))
             #expect(decoded.steps.map(\.step) == trace.steps.map(\.step) && decoded.stoppedAt == nil)
+            // Drawn: one bar per step, nothing fetched.
+            let page = trace.html()
+            #expect(page.components(separatedBy: "class=\"step\"").count - 1 == trace.steps.count)
+            #expect(page.contains("complete") && !page.contains("<script") && !page.contains("src="))
         }
     }
 

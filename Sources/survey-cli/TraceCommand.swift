@@ -21,6 +21,7 @@ struct TraceCommand: AsyncParsableCommand {
     @Option(help: "The push (uuid from the send log) to trace.") var push: String?
     @Option(help: "The device's directory (survey-cli device --data-dir), for the answered step.") var dataDir: String?
     @Flag(help: "Print the timeline as JSON: {\"steps\": [{\"step\", \"at\", \"process\", \"detail\"}], \"stopped_at\"?}.") var json = false
+    @Option(help: "Also write the timeline, drawn, as a self-contained HTML page.") var html: String?
 
     func validate() throws {
         guard (participant == nil) != (push == nil) else { throw ValidationError("give exactly one of --participant and --push") }
@@ -37,6 +38,7 @@ struct TraceCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("trace: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        if let html { try Data(trace.html().utf8).write(to: URL(fileURLWithPath: html)) }
         if json {
             print(String(decoding: try WireJSON.encode(trace), as: UTF8.self))
         } else {
