@@ -10,6 +10,11 @@ struct MockServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock-server",
         abstract: "Beiwe-compatible mock study server. Prints one READY line to stdout once it accepts connections.",
+        discussion: """
+            APIs: Beiwe's mobile API (POST /register_user, /upload, ...), telemetry (POST /submit/...), features (GET /features/...) \
+            and the admin API under /__admin. The OpenAPI 3.1 reference of every route is served at GET /__admin/openapi.json \
+            (and kept in docs/openapi/mock-server.json); GET /__admin/requests lists the last requests answered.
+            """,
         version: "mock-server \(MockServer.version)")
 
     @Option(help: "Address to bind. Anything but loopback needs --admin-token.") var host = "127.0.0.1"

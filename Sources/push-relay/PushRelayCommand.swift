@@ -9,6 +9,12 @@ struct PushRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push-relay",
         abstract: "Simulated APNs/FCM push relay. Prints one READY line to stdout once it accepts connections.",
+        discussion: """
+            APIs: the provider API (APNs-style POST /3/device/{token}, FCM-style POST /v1/projects/{project}/messages:send), the \
+            device link (/v1/devices...) and the control API under /__control. The OpenAPI 3.1 reference of every route is served \
+            at GET /__control/openapi.json (and kept in docs/openapi/push-relay.json); GET /__control/requests lists the last \
+            requests answered.
+            """,
         version: "push-relay \(PushRelayServer.version)")
 
     @Option(help: "Address to bind. Anything but loopback needs --control-token.") var host = "127.0.0.1"
