@@ -103,9 +103,7 @@ extension Integration {
         parent.waitUntilExit()
         #expect(try await eventually(.seconds(5)) { !up.isRunning })
         #expect(try await eventually(.seconds(5)) {
-            let serverDown = (try? await http.send(TransportRequest(url: server + "/__admin/health"))) == nil
-            let relayDown = (try? await http.send(TransportRequest(url: relay + "/__control/health"))) == nil
-            return serverDown && relayDown
+            await Self.bothDown(http, server: server, relay: relay)
         })
     }
 
@@ -122,6 +120,13 @@ extension Integration {
         }
     }
 
+    /// True when neither server answers its health route any more.
+    static func bothDown(_ http: TransportClient, server: String, relay: String) async -> Bool {
+        let serverDown = (try? await http.send(TransportRequest(url: server + "/__admin/health"))) == nil
+        let relayDown = (try? await http.send(TransportRequest(url: relay + "/__control/health"))) == nil
+        return serverDown && relayDown
+    }
+
     /// `up` killed with SIGKILL (no chance to stop anything): both servers, which watch `up` as their parent, stop.
     @Test func serversNeverOutliveAKilledUp() async throws {
         let dir = temporaryDirectory("up-kill")
@@ -134,9 +139,7 @@ extension Integration {
         #expect(try await http.send(TransportRequest(url: relay + "/__control/health")).status == 200)
         kill(Int32(up.ready.pid), SIGKILL)
         #expect(try await eventually(.seconds(5)) {
-            let serverDown = (try? await http.send(TransportRequest(url: server + "/__admin/health"))) == nil
-            let relayDown = (try? await http.send(TransportRequest(url: relay + "/__control/health"))) == nil
-            return serverDown && relayDown
+            await Self.bothDown(http, server: server, relay: relay)
         })
     }
 

@@ -44,7 +44,7 @@ public actor SurveyClient {
     /// Every background task below runs in this one task group (driven by `run()`, or by its owner task).
     let background = BackgroundTasks()
     /// Fired by `close()` or by the cancellation of `run()`'s caller: `run()` then closes the client and returns.
-    private let closeRequest = CloseRequest()
+    private let closeRequest = OneShot()
     /// A `start()` under way: a second caller waits for it rather than minting a second token.
     private var startTask: Task<Void, any Error>?
     /// Stored surveys' occurrence ids by survey id (nil until first needed).

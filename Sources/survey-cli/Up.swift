@@ -30,7 +30,7 @@ struct Up: AsyncParsableCommand {
         let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
                              mockServer: trio.server.url, pushRelay: trio.relay.url).line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        let reason = await signals.waitOrChildExit(trio, parentPID: parentPid)
+        let reason = await signals.wait(upTo: nil, parentPID: parentPid, running: { trio.server.isRunning && trio.relay.isRunning })
         if reason == .childExited {
             // Say which one, how it ended and what it said last, then stop the other.
             for (name, child) in [("mock-server", trio.server), ("push-relay", trio.relay)] where !child.isRunning {
@@ -43,9 +43,9 @@ struct Up: AsyncParsableCommand {
     }
 }
 
-/// Waits for a signal, or for either child to exit. Keep it alive while waiting: it owns the signal sources.
+/// Waits for a signal, or for whatever else ends a command (a time limit, a parent, a child). Keep it alive while waiting:
+/// it owns the signal sources.
 final class SignalWaiter {
-    enum Reason: Sendable { case signal, childExited, parentGone }
     private let stream: AsyncStream<Int32>
     private var sources: [any DispatchSourceSignal] = []
 
@@ -62,25 +62,6 @@ final class SignalWaiter {
         }
     }
 
-    /// Waits for a signal, or until `limit` has passed (nil: no limit). True when a signal came.
-    func wait(upTo limit: Duration?) async -> Bool {
-        let stream = self.stream
-        let signalled = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { for await _ in stream { return true }; return true }
-            if let limit {
-                group.addTask {
-                    try? await Task.sleep(for: limit)
-                    return false
-                }
-            }
-            let first = await group.next() ?? true
-            group.cancelAll()
-            return first
-        }
-        withExtendedLifetime(sources) {}
-        return signalled
-    }
-
     /// Polls process `pid` every 200 ms: true once it is gone, false when the calling task was cancelled first.
     static func untilGone(_ pid: Int32) async -> Bool {
         while !Task.isCancelled {
@@ -90,11 +71,13 @@ final class SignalWaiter {
         return false
     }
 
-    /// Why ``wait(upTo:parentPID:done:)`` returned.
-    enum End: Sendable, Equatable { case signal, timeout, parentGone, done }
+    /// Why ``wait(upTo:parentPID:done:running:)`` returned.
+    enum End: Sendable, Equatable { case signal, timeout, parentGone, done, childExited }
 
-    /// Waits for a signal, `limit` (nil: none), the end of process `parentPID`, or an element of `done`.
-    func wait(upTo limit: Duration?, parentPID: Int32?, done: AsyncStream<Void>?) async -> End {
+    /// Waits for a signal, `limit` (nil: none), the end of process `parentPID`, an element of `done`, or `running`
+    /// turning false (polled every 200 ms: `up`'s children).
+    func wait(upTo limit: Duration?, parentPID: Int32?, done: AsyncStream<Void>? = nil,
+              running: (@Sendable () -> Bool)? = nil) async -> End {
         let stream = self.stream
         let end = await withTaskGroup(of: End.self) { group in
             group.addTask { for await _ in stream { return .signal }; return .signal }
@@ -113,32 +96,17 @@ final class SignalWaiter {
                     return .signal
                 }
             }
+            if let running {
+                group.addTask {
+                    while running() && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(200)) }
+                    return Task.isCancelled ? .signal : .childExited
+                }
+            }
             let first = await group.next() ?? .signal
             group.cancelAll()
             return first
         }
         withExtendedLifetime(sources) {}
         return end
-    }
-
-    func waitOrChildExit(_ trio: Trio, parentPID: Int32? = nil) async -> Reason {
-        let stream = self.stream
-        let reason = await withTaskGroup(of: Reason.self) { group in
-            group.addTask { for await _ in stream { return .signal }; return .signal }
-            if let parentPID {
-                group.addTask { await Self.untilGone(parentPID) ? .parentGone : .signal }
-            }
-            group.addTask {
-                while trio.server.isRunning && trio.relay.isRunning && !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(200))
-                }
-                return Task.isCancelled ? .signal : .childExited
-            }
-            let first = await group.next() ?? .signal
-            group.cancelAll()
-            return first
-        }
-        withExtendedLifetime(sources) {}
-        return reason
     }
 }

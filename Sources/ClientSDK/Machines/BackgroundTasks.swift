@@ -115,53 +115,34 @@ final class BackgroundTasks: Sendable {
     var liveCount: Int { state.withLock { $0.live.count } }
 }
 
-/// One background job: cancellable on its own (the group's other jobs go on), and awaitable.
+/// One background job: cancellable on its own (the group's other jobs go on), and awaitable. Two one-shot signals
+/// carry its state: `stop` (``cancel()``, or the group's cancellation) and `done` (it ended, or never started).
 final class BackgroundJob: Sendable {
-    private struct State {
-        var stopRequested = false
-        var finished = false
-        var stopWaiter: CheckedContinuation<Void, Never>?
-        var finishWaiters: [CheckedContinuation<Void, Never>] = []
-    }
-
     private let body: @Sendable () async -> Void
-    private let state = Mutex(State())
+    private let stop = OneShot()
+    private let done = OneShot()
 
     init(_ body: @escaping @Sendable () async -> Void) {
         self.body = body
     }
 
     /// Cancels the job's task (it runs on until it notices, as any cancelled task).
-    func cancel() {
-        let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
-            state.stopRequested = true
-            defer { state.stopWaiter = nil }
-            return state.stopWaiter
-        }
-        waiter?.resume()
-    }
+    func cancel() { stop.fire() }
 
     /// Returns once the job has ended (or never started because the group had shut down).
     var value: Void {
-        get async {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let done = state.withLock { state in
-                    if state.finished { return true }
-                    state.finishWaiters.append(continuation)
-                    return false
-                }
-                if done { continuation.resume() }
-            }
-        }
+        get async { await done.wait() }
     }
 
     /// Runs the body in a task that ``cancel()`` (or the group's cancellation) cancels.
     func run() async {
-        let cancelledEarly = state.withLock { $0.stopRequested }
-        if !cancelledEarly {
+        if !stop.isFired {
             await withTaskGroup(of: Void.self) { inner in
                 inner.addTask { [body] in await body() }
-                inner.addTask { [self] in await untilStopRequested() }
+                inner.addTask { [stop] in
+                    // Returns on cancel(), or when the body ended first (the group cancels this task).
+                    await withTaskCancellationHandler { await stop.wait() } onCancel: { stop.fire() }
+                }
                 _ = await inner.next()
                 inner.cancelAll()
             }
@@ -169,33 +150,5 @@ final class BackgroundJob: Sendable {
         markFinished()
     }
 
-    /// Returns when ``cancel()`` is called or the calling task is cancelled (the body ended first).
-    private func untilStopRequested() async {
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state in
-                    if state.stopRequested || Task.isCancelled { return true }
-                    state.stopWaiter = continuation
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter: CheckedContinuation<Void, Never>? = state.withLock { state in
-                defer { state.stopWaiter = nil }
-                return state.stopWaiter
-            }
-            waiter?.resume()
-        }
-    }
-
-    func markFinished() {
-        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { state in
-            guard !state.finished else { return [] }
-            state.finished = true
-            defer { state.finishWaiters = [] }
-            return state.finishWaiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+    func markFinished() { done.fire() }
 }

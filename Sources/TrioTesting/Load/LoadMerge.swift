@@ -67,16 +67,17 @@ public enum LoadMerge {
 
         let runs = reports.map { $0.run! }
         let cpu = runs.map(\.toolCPUSeconds).reduce(0, +)
-        let iterations = totals.started
+        // Each report's CPU per iteration counts every iteration it ran (warm-up included): the same for the sum.
+        let iterations = runs.compactMap { run in run.toolCPUMsPerIteration.map { run.toolCPUSeconds * 1000 / $0 } }.reduce(0, +)
         var run = runs.first { $0.measuredFromMs == base }!
         run.host = Array(Set(runs.map(\.host))).sorted().joined(separator: ",")
         run.cores = runs.map(\.cores).reduce(0, +)
         run.participants = runs.compactMap(\.participants).reduce(0, +)
         run.toolCPUSeconds = cpu
-        run.toolCPUMsPerIteration = iterations > 0 ? cpu * 1000 / Double(iterations) : nil
+        run.toolCPUMsPerIteration = iterations > 0 ? cpu * 1000 / iterations : nil
         run.mergedFrom = reports.count
 
-        var merged = LoadReport(
+        return LoadReport(
             scenario: first.scenario, model: first.model, target: Array(Set(reports.map(\.target))).sorted().joined(separator: ","),
             run: run, totals: totals, latencyMs: LoadReport.latency(overall), histogram: HistogramCodec.encode(overall),
             steps: steps.isEmpty ? nil : steps.mapValues(LoadReport.step), errors: errors,
@@ -87,8 +88,6 @@ public enum LoadMerge {
                                          p99: LoadReport.ms(row.histogram.valueAtPercentile(99)), histogram: HistogramCodec.encode(row.histogram))
             },
             correct: correct, correctness: correctness.isEmpty ? nil : correctness, thresholds: [:])
-        merged.schema = LoadReport.schemaVersion
-        return merged
     }
 
     /// `--shard I/N` (1 ≤ I ≤ N): the I-th of N contiguous, disjoint slices of `items` (together they are all of them).

@@ -1,8 +1,9 @@
 import Synchronization
 
 /// A one-shot signal: `wait()` returns once `fire()` was called (before or after). Safe to fire from a cancellation
-/// handler, so `run()` needs no task of its own to learn that its caller was cancelled.
-final class CloseRequest: Sendable {
+/// handler, so `run()` needs no task of its own to learn that its caller was cancelled; a background job's stop and end
+/// are two of them.
+final class OneShot: Sendable {
     private struct State {
         var fired = false
         var waiters: [CheckedContinuation<Void, Never>] = []
