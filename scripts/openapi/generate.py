@@ -138,6 +138,17 @@ def metrics_path():
                                    tags=["metrics"])}}
 
 
+def document(title, description, paths, schemas):
+    """A server's OpenAPI document: its paths plus /metrics, sorted, with its schemas."""
+    paths = {**paths, **metrics_path()}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": title, "version": VERSION, "description": description},
+        "paths": dict(sorted(paths.items())),
+        "components": {"schemas": schemas},
+    }
+
+
 # MARK: mock-server
 
 # Beiwe's device settings (Sources/MockServer/DeviceSettings.swift; Tests/APIReferenceTests checks the list).
@@ -386,15 +397,9 @@ def mock_server_document():
             params=[path_param("app_id"), path_param("ping"), path_param("schema"), path_param("document_id")], tags=["telemetry"])},
     })
     paths.update(journal_paths(admin, "admin"))
-    paths.update(metrics_path())
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "mock-server", "version": VERSION,
-                 "description": "The Beiwe-compatible mock study server: mobile API (Beiwe's), telemetry ingestion, "
-                                "features, and the admin API under /__admin (loopback, or a bearer token with --admin-token)."},
-        "paths": dict(sorted(paths.items())),
-        "components": {"schemas": MOCK_SCHEMAS},
-    }
+    return document("mock-server", "The Beiwe-compatible mock study server: mobile API (Beiwe's), telemetry ingestion, "
+                    "features, and the admin API under /__admin (loopback, or a bearer token with --admin-token).",
+                    paths, MOCK_SCHEMAS)
 
 
 # MARK: push-relay
@@ -487,15 +492,8 @@ def relay_document():
         "/__control/reset": {"post": op("Forgets every device and message", {**empty(), **errors()}, tags=["control"])},
     }
     paths.update(journal_paths("/__control", "control"))
-    paths.update(metrics_path())
-    return {
-        "openapi": "3.1.0",
-        "info": {"title": "push-relay", "version": VERSION,
-                 "description": "The simulated push relay: APNs- and FCM-style provider API, the device link the SDK streams "
-                                "pushes from, and the control API under /__control."},
-        "paths": dict(sorted(paths.items())),
-        "components": {"schemas": RELAY_SCHEMAS},
-    }
+    return document("push-relay", "The simulated push relay: APNs- and FCM-style provider API, the device link the SDK streams "
+                    "pushes from, and the control API under /__control.", paths, RELAY_SCHEMAS)
 
 
 def main():
