@@ -15,10 +15,10 @@ public struct MockServer: Sendable {
     let context: ServerContext
     let httpClient: TransportClient
 
-    /// Opens (or creates) the store and prepares the server. Throws when the database cannot be opened.
-    public init(configuration: MockServerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) throws {
+    /// Opens (or creates, migrating) the store and prepares the server. Throws when the database cannot be opened.
+    public init(configuration: MockServerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }) async throws {
         let metrics = ServerMetrics()
-        let store = try Store(configuration.store, metrics: metrics)
+        let store = try await StoreOpener.open(configuration.store, metrics: metrics, logger: logger)
         let client = TransportClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
         let dispatcher = PushDispatcher(client: client, relayURL: configuration.relayURL, fcmProject: configuration.fcmProject, logger: logger)
         let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
@@ -27,7 +27,7 @@ public struct MockServer: Sendable {
         context = ServerContext(configuration: configuration, store: store, scheduler: scheduler, realNow: now, bound: BoundAddress(),
                                 metrics: metrics, logger: logger, loginThrottle: LoginThrottle(limit: configuration.maxFailedLogins),
                                 decoyPasswordRecord: decoy,
-                                telemetryBytes: TelemetryQuota(used: try store.telemetryBytes(), limit: configuration.maxTelemetryBytes))
+                                telemetryBytes: TelemetryQuota(used: try await store.telemetryBytes(), limit: configuration.maxTelemetryBytes))
     }
 
     /// The router with every route.
@@ -65,9 +65,15 @@ public struct MockServer: Sendable {
     /// Runs until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
     public func run(options: LaunchOptions) async throws {
         defer { httpClient.shutdown() }
-        try await ServerLauncher.run(
-            responder: makeRouter().buildResponder(), options: options, bound: context.bound,
-            services: [SchedulerService(context: context)], logger: context.logger)
+        do {
+            try await ServerLauncher.run(
+                responder: makeRouter().buildResponder(), options: options, bound: context.bound,
+                services: [SchedulerService(context: context)], logger: context.logger)
+        } catch {
+            await context.store.close()
+            throw error
+        }
+        await context.store.close()
     }
 }
 
@@ -85,16 +91,14 @@ struct SchedulerService: Service {
                     try await Task.sleep(for: context.configuration.tickInterval)
                     let studies: [String]
                     do {
-                        studies = try await context.store.read { db in
-                            try String.fetchAll(db, sql: "SELECT id FROM study WHERE clock_mode = 'real' AND scheduling = 'server'")
-                        }
+                        studies = try await context.store.realTimeStudies()
                     } catch {
                         context.logger.error("scheduler could not list studies; trying again next tick", metadata: ["error": "\(error)"])
                         continue
                     }
                     for id in studies {
                         do {
-                            try await context.scheduler.tick(studyID: id)
+                            try await context.scheduler.tick(studyID: id, wait: false)
                             quarantined.remove(id)
                         } catch let error as APIError where error.code == "study_quarantined" {
                             if quarantined.insert(id).inserted {

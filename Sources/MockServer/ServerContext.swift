@@ -6,7 +6,7 @@ import Synchronization
 /// What every route of the mock server shares.
 struct ServerContext: Sendable {
     let configuration: MockServerConfiguration
-    let store: Store
+    let store: any Store
     let scheduler: SchedulerEngine
     let realNow: @Sendable () -> Date
     let bound: BoundAddress

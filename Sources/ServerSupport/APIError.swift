@@ -130,7 +130,33 @@ extension Request {
         if let unknown = members.keys.sorted().first(where: { !allowedKeys.contains($0) }) {
             throw APIError(.badRequest, code: "unknown_field", "'\(unknown)' is not a field of this request", field: unknown)
         }
+        // A NUL (`\u0000`) cannot be stored by PostgreSQL and is cut short as C text: refused on every store alike.
+        if let path = Self.nulPath(object) {
+            throw APIError(.badRequest, code: "invalid_character", "'\(path)' contains a NUL character", field: path)
+        }
         return try Self.decodeChecked(type, bytes)
+    }
+
+    /// The dotted path of the first string (or key) holding a NUL, or nil.
+    static func nulPath(_ value: JSONValue, at path: String = "") -> String? {
+        switch value {
+        case .string(let text):
+            return text.utf8.contains(0) ? (path.isEmpty ? "body" : path) : nil
+        case .array(let items):
+            for (i, item) in items.enumerated() {
+                if let found = nulPath(item, at: "\(path)[\(i)]") { return found }
+            }
+            return nil
+        case .object(let members):
+            for key in members.keys.sorted() {
+                let child = path.isEmpty ? key : "\(path).\(key)"
+                if key.utf8.contains(0) { return LogText.clip(child, 60) }
+                if let found = nulPath(members[key]!, at: child) { return found }
+            }
+            return nil
+        default:
+            return nil
+        }
     }
 
     /// Decodes, then checks the value's ranges when its type declares them (`RangeChecked`): 400 with the field.

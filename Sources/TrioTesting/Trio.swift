@@ -12,7 +12,8 @@ import Transport
 public final class Trio: Sendable {
     /// Launch settings.
     public struct Options: Sendable {
-        /// `:memory:` (default) or a SQLite file path.
+        /// `:memory:` (default), a SQLite file path, or a `postgres://` URL. With `TRIO_TEST_STORE=postgres` (see
+        /// ``TestPostgres``), the default becomes a new database on the `TRIO_TEST_POSTGRES` server.
         public var database: String
         /// Relay keepalive seconds.
         public var keepaliveSeconds: Double
@@ -56,6 +57,7 @@ public final class Trio: Sendable {
         let logs = options.logDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("trio-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         let parent = String(getpid())
+        let database = options.database == ":memory:" && TestPostgres.isDefaultStore ? try TestPostgres.createDatabase() : options.database
         let relay = try await ServerProcess.launch(
             executable: try Executables.locate("push-relay"),
             arguments: ["--port", String(options.relayPort), "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent] + options.relayArguments,
@@ -64,7 +66,7 @@ public final class Trio: Sendable {
         do {
             server = try await ServerProcess.launch(
                 executable: try Executables.locate("mock-server"),
-                arguments: ["--port", String(options.serverPort), "--relay-url", relay.url, "--database", options.database, "--parent-pid", parent] + options.serverArguments,
+                arguments: ["--port", String(options.serverPort), "--relay-url", relay.url, "--database", database, "--parent-pid", parent] + options.serverArguments,
                 logFile: logs.appendingPathComponent("mock-server.log"))
         } catch {
             await relay.stop()

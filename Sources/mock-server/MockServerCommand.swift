@@ -20,7 +20,8 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "Address to bind. Anything but loopback needs --admin-token.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 = any free port).") var port = 0
     @Option(help: "Base URL of the push relay, e.g. http://127.0.0.1:9000.") var relayURL: String?
-    @Option(help: "SQLite file, or :memory:. Default: mock-server.sqlite in --data-dir.") var database: String?
+    @Option(help: "SQLite file, :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (several instances may share one PostgreSQL database). Default: mock-server.sqlite in --data-dir.")
+    var database: String?
     @Option(help: "Directory for the default database file.") var dataDir = "./.mock-server-data"
     @Option(help: "PBKDF2 iterations for stored passwords.") var kdfIterations = 1000
     @Option(help: "Bearer token required on /__admin.") var adminToken: String?
@@ -48,6 +49,9 @@ struct MockServerCommand: AsyncParsableCommand {
         guard HostName.isLoopbackBind(host) || adminToken != nil else {
             throw ValidationError("binding \(host) exposes the admin API beyond loopback; pass --admin-token")
         }
+        if let database {
+            do { _ = try StoreLocation(argument: database) } catch { throw ValidationError("--database: \(error)") }
+        }
         if let relayURL, !(relayURL.hasPrefix("http://") || relayURL.hasPrefix("https://")) {
             throw ValidationError("--relay-url must start with http:// or https://")
         }
@@ -57,14 +61,14 @@ struct MockServerCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { EscapingLogHandler(StreamLogHandler.standardError(label: $0)) }
         var logger = Logger(label: "mock-server")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let location = StoreLocation(argument: database ?? "\(dataDir)/mock-server.sqlite")
+        let location = try StoreLocation(argument: database ?? "\(dataDir)/mock-server.sqlite")
         let configuration = MockServerConfiguration(
             store: location, kdfIterations: kdfIterations, relayURL: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
             adminToken: adminToken, tickInterval: .milliseconds(Int(tick * 1000)), maxFailedLogins: maxFailedLogins,
             maxTelemetryBytes: maxTelemetryBytes, profile: ServerProfile(rawValue: profile) ?? .strict)
         let server: MockServer
         do {
-            server = try MockServer(configuration: configuration, logger: logger)
+            server = try await MockServer(configuration: configuration, logger: logger)
         } catch {
             logger.critical("cannot open the database", metadata: ["database": "\(location)", "error": "\(error)"])
             throw ExitCode(2)

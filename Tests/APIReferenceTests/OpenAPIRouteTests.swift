@@ -28,8 +28,8 @@ import Testing
         Set(table.routes.map { "\($0.method) \($0.path)" })
     }
 
-    @Test func theMockServerDocumentListsEveryRouteAndNoOther() throws {
-        let server = try MockServer(configuration: MockServerConfiguration(), logger: Logger(label: "test"))
+    @Test func theMockServerDocumentListsEveryRouteAndNoOther() async throws {
+        let server = try await MockServer(configuration: MockServerConfiguration(), logger: Logger(label: "test"))
         let router = server.makeRouter()
         let served = Self.served(RouteTable(router))
         let documented = try Self.operations("mock-server.json")

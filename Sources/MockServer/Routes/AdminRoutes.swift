@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 import Scheduling
 import ServerSupport
@@ -9,7 +8,7 @@ import SurveyWire
 /// The admin API (PROTOCOL.md §2): studies, participants, surveys, clocks, and what happened.
 struct AdminRoutes: Sendable {
     let context: ServerContext
-    var store: Store { context.store }
+    var store: any Store { context.store }
     var limit: Int { context.configuration.maxBodyBytes }
 
     func add(to router: Router<BasicRequestContext>) {
@@ -55,16 +54,14 @@ struct AdminRoutes: Sendable {
     // MARK: Studies
 
     func study(_ id: String) async throws -> StudyRecord {
-        guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: id) }) else {
+        guard let study = try await store.study(id) else {
             throw MockServerError.notFound("study", id)
         }
         return study
     }
 
     func interventionNames(_ studyID: String) async throws -> [String] {
-        try await store.read { db in
-            try String.fetchAll(db, sql: "SELECT name FROM study_intervention WHERE study_id = ? ORDER BY name", arguments: [studyID])
-        }
+        try await store.studyInterventions(studyID)
     }
 
     func view(_ s: StudyRecord, interventions: [String]) -> AdminWire.Study {
@@ -91,12 +88,7 @@ struct AdminRoutes: Sendable {
             frozenAt: frozen?.timeIntervalSince1970, privateKey: Data(try key.privateKeyDER()),
             createdAt: context.realNow().timeIntervalSince1970)
         let names = Array(Set(body.interventions ?? [])).sorted()
-        try await store.write { db in
-            try record.insert(db)
-            for name in names {
-                try db.execute(sql: "INSERT INTO study_intervention (study_id, name) VALUES (?, ?)", arguments: [record.id, name])
-            }
-        }
+        try await store.createStudy(record, interventions: names)
         return JSONResponse.make(view(record, interventions: names), status: .created)
     }
 
@@ -106,22 +98,13 @@ struct AdminRoutes: Sendable {
         let body = try await AdminValidation.decode(InterventionName.self, from: request, allowed: ["name"], limit: limit)
         guard !body.name.isEmpty, body.name.unicodeScalars.count <= 100 else { throw MockServerError.badField("name", "name must be 1-100 characters") }
         _ = try await study(studyID)
-        try await store.write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO study_intervention (study_id, name) VALUES (?, ?)", arguments: [studyID, body.name])
-        }
+        try await store.addStudyIntervention(studyID, name: body.name)
         return JSONResponse.make(try await studyView(studyID), status: .created)
     }
 
     func stats(_ id: String) async throws -> Response {
         _ = try await study(id)
-        let result = try await store.read { db in
-            AdminWire.StudyStats(
-                participants: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE study_id = ?", arguments: [id]) ?? 0,
-                registered: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM participant WHERE study_id = ? AND registered_at IS NOT NULL", arguments: [id]) ?? 0,
-                occurrencesPending: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM occurrence WHERE study_id = ? AND status = 'pending'", arguments: [id]) ?? 0,
-                pushesSent: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM push WHERE study_id = ? AND status = 'sent'", arguments: [id]) ?? 0,
-                submissions: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM submission WHERE study_id = ?", arguments: [id]) ?? 0)
-        }
+        let result = try await store.stats(studyID: id)
         return JSONResponse.make(result)
     }
 
@@ -189,16 +172,7 @@ struct AdminRoutes: Sendable {
                 passwordRecord: try BeiwePassword.makeRecord(deviceHash: BeiwePassword.deviceHash(password), iterations: iterations),
                 privateKey: key)
         }
-        try await store.write { db in
-            let insert = try db.cachedStatement(sql: "INSERT INTO participant (patient_id, study_id, password_record, private_key) VALUES (?, ?, ?, ?)")
-            for record in records {
-                do {
-                    try insert.execute(arguments: [record.patientId, record.studyId, record.passwordRecord, record.privateKey])
-                } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
-                    throw APIError(.conflict, code: "participant_exists", "participant '\(record.patientId)' already exists", field: "patient_id")
-                }
-            }
-        }
+        try await store.insertParticipants(records)
         return JSONResponse.make(AdminWire.CreatedParticipants(participants: wanted.map { AdminWire.Credentials(patientID: $0.0, password: $0.1) }),
                                  status: .created)
     }
@@ -220,7 +194,7 @@ struct AdminRoutes: Sendable {
     }
 
     func participant(_ id: String) async throws -> Response {
-        guard let p = try await store.read({ db in try ParticipantRecord.fetchOne(db, key: id) }) else {
+        guard let p = try await store.participant(id) else {
             throw MockServerError.notFound("participant", id)
         }
         return JSONResponse.make(p.view)
@@ -230,15 +204,13 @@ struct AdminRoutes: Sendable {
         let body = try await AdminValidation.decode(AdminWire.Intervention.self, from: request, allowed: ["name", "date"], limit: limit)
         guard !body.name.isEmpty else { throw MockServerError.badField("name", "name must not be empty") }
         guard LocalDate(body.date) != nil else { throw MockServerError.badField("date", "date must be a real YYYY-MM-DD date", code: "invalid_date") }
-        guard let p = try await store.read({ db in try ParticipantRecord.fetchOne(db, key: patientID) }) else {
+        guard let p = try await store.participant(patientID) else {
             throw MockServerError.notFound("participant", patientID)
         }
         guard try await interventionNames(p.studyId).contains(body.name) else {
             throw MockServerError.badField("name", "the study has no intervention named '\(body.name)'", code: "unknown_intervention")
         }
-        try await store.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO intervention (patient_id, name, date) VALUES (?, ?, ?)", arguments: [patientID, body.name, body.date])
-        }
+        try await store.setInterventionDate(patientID: patientID, name: body.name, date: body.date)
         if p.registeredAt != nil { try await context.scheduler.participantChanged(studyID: p.studyId, patientID: patientID) }
         return JSONResponse.empty(.noContent)
     }
@@ -259,13 +231,13 @@ struct AdminRoutes: Sendable {
             id: Identifiers.objectID(), studyId: studyID, name: body.name, surveyType: body.surveyType,
             content: try WireJSON.encodeString(body.content), settings: try WireJSON.encodeString(body.settings ?? .object([:])),
             schedules: try WireJSON.encodeString(body.schedules), deleted: false, createdAt: now, updatedAt: now)
-        try await store.write { db in try record.insert(db) }
+        try await store.insertSurvey(record)
         try await context.scheduler.surveyChanged(studyID: studyID, surveyID: record.id)
         return JSONResponse.make(AdminWire.SurveyCreated(surveyID: record.id), status: .created)
     }
 
     func existingSurvey(_ id: String) async throws -> SurveyRecord {
-        guard let survey = try await store.read({ db in try SurveyRecord.fetchOne(db, key: id) }), !survey.deleted else {
+        guard let survey = try await store.survey(id), !survey.deleted else {
             throw MockServerError.notFound("survey", id)
         }
         return survey
@@ -285,33 +257,24 @@ struct AdminRoutes: Sendable {
         survey.schedules = try WireJSON.encodeString(body.schedules)
         survey.updatedAt = context.realNow().timeIntervalSince1970
         let updated = survey
-        try await store.write { db in try updated.update(db) }
+        try await store.updateSurvey(updated)
         try await context.scheduler.surveyChanged(studyID: survey.studyId, surveyID: id)
         return JSONResponse.make(AdminWire.SurveyCreated(surveyID: id))
     }
 
     func deleteSurvey(_ id: String) async throws -> Response {
         let survey = try await existingSurvey(id)
-        try await store.write { db in try db.execute(sql: "UPDATE survey SET deleted = 1 WHERE id = ?", arguments: [id]) }
+        try await store.deleteSurvey(id)
         try await context.scheduler.surveyChanged(studyID: survey.studyId, surveyID: id)
         return JSONResponse.empty(.noContent)
     }
 
     // MARK: What happened
 
-    /// Rows of one study's table, optionally for one participant (`?patient_id=`), in the given order.
-    func studyRows<Record: FetchableRecord & TableRecord & Sendable>(
-        _ type: Record.Type, _ request: Request, _ studyID: String, extra: String? = nil, order: String
-    ) async throws -> [Record] {
+    /// `?patient_id=`, after checking the study exists.
+    func patientFilter(_ request: Request, _ studyID: String) async throws -> String? {
         _ = try await study(studyID)
-        let patient = request.uri.queryParameters["patient_id"].map(String.init)
-        return try await store.read { db in
-            var sql = "study_id = ?"
-            var args: StatementArguments = [studyID]
-            if let extra { sql += " AND \(extra)" }
-            if let patient { sql += " AND patient_id = ?"; _ = args.append(contentsOf: [patient]) }
-            return try Record.filter(sql: sql, arguments: args).order(sql: order).fetchAll(db)
-        }
+        return request.uri.queryParameters["patient_id"].map(String.init)
     }
 
     func occurrences(_ request: Request, _ studyID: String) async throws -> Response {
@@ -320,18 +283,13 @@ struct AdminRoutes: Sendable {
             throw MockServerError.badField("status", "status must be \"pending\" (the default) or \"all\"")
         }
         let all = status == "all"
-        let rows = try await studyRows(OccurrenceRecord.self, request, studyID, extra: all ? nil : "status = 'pending'",
-                                       order: "due_at, patient_id, survey_id")
+        let rows = try await store.occurrences(studyID: studyID, patientID: try await patientFilter(request, studyID), all: all)
         return JSONResponse.make(rows.map(\.view))
     }
 
     /// One push of the send log, by its uuid (whatever the study).
     func push(_ uuid: String) async throws -> Response {
-        let found = try await store.read { db -> (PushRecord, [String])? in
-            guard let record = try PushRecord.filter(sql: "uuid = ?", arguments: [uuid]).fetchOne(db) else { return nil }
-            let confirmed = try String.fetchAll(db, sql: "SELECT uuid FROM notification_report WHERE patient_id = ?", arguments: [record.patientId])
-            return (record, confirmed)
-        }
+        let found = try await store.push(uuid: uuid)
         guard let (record, confirmed) = found else { throw APIError(.notFound, code: "unknown_push", "no push has the uuid '\(uuid)'") }
         var view = record.view
         let reported = Set(confirmed.map { $0.lowercased() })
@@ -340,14 +298,9 @@ struct AdminRoutes: Sendable {
     }
 
     func pushes(_ request: Request, _ studyID: String) async throws -> Response {
-        let rows = try await studyRows(PushRecord.self, request, studyID, order: "seq")
+        let rows = try await store.pushes(studyID: studyID, patientID: try await patientFilter(request, studyID))
         // Receipts the devices reported (`notification_uuids`), per participant.
-        let confirmed = try await store.read { db in
-            Set(try String.fetchAll(db, sql: """
-                SELECT r.patient_id || ' ' || r.uuid FROM notification_report r JOIN participant p ON p.patient_id = r.patient_id
-                WHERE p.study_id = ?
-                """, arguments: [studyID]))
-        }
+        let confirmed = try await store.notificationReceipts(studyID: studyID)
         return JSONResponse.make(rows.map { record in
             var view = record.view
             view.confirmedUUIDs = view.scheduleUUIDs.filter { confirmed.contains(record.patientId + " " + $0.lowercased()) }
@@ -356,7 +309,7 @@ struct AdminRoutes: Sendable {
     }
 
     func submissions(_ request: Request, _ studyID: String) async throws -> Response {
-        JSONResponse.make(try await studyRows(SubmissionRecord.self, request, studyID, order: "seq").map(\.view))
+        JSONResponse.make(try await store.submissions(studyID: studyID, patientID: try await patientFilter(request, studyID)).map(\.view))
     }
 
     /// Per client and ping name: the `ping_info.seq` values stored and the ones missing below the highest
@@ -366,15 +319,7 @@ struct AdminRoutes: Sendable {
     func telemetryGaps(_ request: Request) async throws -> Response {
         let client = request.uri.queryParameters["client_id"].map(String.init)
         let range = WireLimits.pingSeq
-        let rows = try await store.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT client_id, ping, seq FROM (
-                    SELECT client_id, ping, CAST(json_extract(body, '$.ping_info.seq') AS INTEGER) AS seq FROM telemetry
-                    WHERE (? IS NULL OR client_id = ?) AND json_valid(body))
-                WHERE seq BETWEEN ? AND ? ORDER BY client_id, ping, seq
-                """, arguments: [client, client, range.lowerBound, range.upperBound])
-                .map { row -> (String, String, Int) in (row["client_id"], row["ping"], row["seq"]) }
-        }
+        let rows = try await store.pingSequences(clientID: client, range: range)
         var report: [AdminWire.SeqGaps] = []
         var index = rows.startIndex
         while index < rows.endIndex {
@@ -394,14 +339,7 @@ struct AdminRoutes: Sendable {
         let sinceText = q["since"].map(String.init)
         let since = sinceText.flatMap { WireTime.parse($0)?.timeIntervalSince1970 }
         if sinceText != nil, since == nil { throw MockServerError.badField("since", "since must be an RFC 3339 time") }
-        let rows = try await store.read { db in
-            var clauses: [String] = ["1 = 1"]
-            var args: StatementArguments = []
-            if let client { clauses.append("client_id = ?"); _ = args.append(contentsOf: [client]) }
-            if let ping { clauses.append("ping = ?"); _ = args.append(contentsOf: [ping]) }
-            if let since { clauses.append("received_at >= ?"); _ = args.append(contentsOf: [since]) }
-            return try TelemetryRecord.filter(sql: clauses.joined(separator: " AND "), arguments: args).order(sql: "seq").fetchAll(db)
-        }
+        let rows = try await store.pings(clientID: client, ping: ping, since: since)
         return JSONResponse.make(rows.map(\.view))
     }
 

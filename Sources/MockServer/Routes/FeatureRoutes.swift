@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 import Messaging
 import ServerSupport
@@ -35,29 +34,18 @@ struct FeatureRoutes: Sendable {
         }
         let text = String(decoding: try WireJSON.encode(configuration), as: UTF8.self)
         let now = context.realNow().timeIntervalSince1970
-        try await context.store.write { db in
-            try db.execute(sql: """
-                INSERT INTO feature (app_id, feature_id, config, updated_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (app_id, feature_id) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at
-                """, arguments: [appID, featureID, text, now])
-        }
+        try await context.store.setFeature(appID: appID, featureID: featureID, config: text, at: now)
         return JSONResponse.empty(.noContent)
     }
 
     func deleteFeature(appID: String, featureID: String) async throws -> Response {
-        let deleted = try await context.store.write { db in
-            try db.execute(sql: "DELETE FROM feature WHERE app_id = ? AND feature_id = ?", arguments: [appID, featureID])
-            return db.changesCount
-        }
-        guard deleted > 0 else { throw MockServerError.notFound("feature", "\(appID)/\(featureID)") }
+        let deleted = try await context.store.deleteFeature(appID: appID, featureID: featureID)
+        guard deleted else { throw MockServerError.notFound("feature", "\(appID)/\(featureID)") }
         return JSONResponse.empty(.noContent)
     }
 
     func stored(appID: String) async throws -> [(String, FeatureConfiguration)] {
-        let rows = try await context.store.read { db in
-            try Row.fetchAll(db, sql: "SELECT feature_id, config FROM feature WHERE app_id = ? ORDER BY feature_id", arguments: [appID])
-                .map { row -> (String, String) in (row["feature_id"], row["config"]) }
-        }
+        let rows = try await context.store.features(appID: appID)
         return try rows.map { ($0.0, try WireJSON.decode(FeatureConfiguration.self, from: $0.1)) }
     }
 

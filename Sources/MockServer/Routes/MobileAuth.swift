@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 import ServerSupport
 import SurveyCrypto
@@ -7,7 +6,7 @@ import SurveyWire
 
 /// Credential checks and the per-request device updates of the mobile API (PROTOCOL.md §1).
 struct MobileAuth: Sendable {
-    let store: Store
+    let store: any Store
     /// `--profile`: refusals of inputs the real Beiwe server fails on.
     var profile: ServerProfile = .strict
     /// Failed-login counting (`--max-failed-logins`).
@@ -30,14 +29,7 @@ struct MobileAuth: Sendable {
         let patientID = form["patient_id"]!
         RequestJournal.current?.participant = patientID
         let password = form["password"]!
-        let found = try await store.read { db -> (ParticipantRecord, StudyRecord)? in
-            // Cached statements: every mobile request runs these two lookups.
-            guard let p = try ParticipantRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM participant WHERE patient_id = ?"),
-                                                         arguments: [patientID]),
-                  let s = try StudyRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM study WHERE id = ?"), arguments: [p.studyId])
-            else { return nil }
-            return (p, s)
-        }
+        let found = try await store.participantAndStudy(patientID)
         guard let (participant, study) = found else {
             // The same PBKDF2 work as a real check, against a record nobody's password matches.
             if let decoyRecord { _ = BeiwePassword.verify(deviceHash: password, record: decoyRecord) }
@@ -64,12 +56,12 @@ struct MobileAuth: Sendable {
     /// Records what every request may carry: versions, OS version, device status, reported time zone,
     /// device id and notification receipts.
     func recordDeviceFields(_ form: MobileForm, patientID: String, at now: Date) async throws {
-        try await store.write { db in try Self.recordDeviceFields(db, form, patientID: patientID, at: now) }
+        try await store.recordDevice(try Self.deviceReport(form, at: now), patientID: patientID)
     }
 
-    /// The same, inside a transaction the caller already holds.
-    static func recordDeviceFields(_ db: Database, _ form: MobileForm, patientID: String, at now: Date) throws {
-        // One fixed (cached) statement: an absent or empty field keeps the stored value.
+    /// What `form` reports about the device. An absent or empty field keeps the stored value; the short fields are
+    /// cut to 64 characters; an over-long `device_status_report` is refused.
+    static func deviceReport(_ form: MobileForm, at now: Date) throws -> DeviceReport {
         func given(_ field: String, limit: Int? = 64) -> String? {
             guard let value = form[field], !value.isEmpty else { return nil }
             return limit.map { String(value.prefix($0)) } ?? value
@@ -77,21 +69,10 @@ struct MobileAuth: Sendable {
         if let report = form["device_status_report"] {
             try WireRangeError.check(report, maxLength: WireLimits.freeTextLength, "device_status_report")
         }
-        let fields: [String?] = [given("version_code"), given("version_name"), given("os_version"),
-                                 given("device_status_report", limit: nil), given("timezone"), given("device_id")]
-        if fields.contains(where: { $0 != nil }) {
-            let statement = try db.cachedStatement(sql: """
-                UPDATE participant SET version_code = COALESCE(?, version_code), version_name = COALESCE(?, version_name),
-                    os_version = COALESCE(?, os_version), device_status_report = COALESCE(?, device_status_report),
-                    reported_timezone = COALESCE(?, reported_timezone), device_id = COALESCE(?, device_id)
-                WHERE patient_id = ?
-                """)
-            try statement.execute(arguments: StatementArguments(fields + [patientID]))
-        }
-        for uuid in notificationUUIDs(form["notification_uuids"]) {
-            try db.execute(sql: "INSERT OR IGNORE INTO notification_report (patient_id, uuid, at) VALUES (?, ?, ?)",
-                           arguments: [patientID, uuid, now.timeIntervalSince1970])
-        }
+        return DeviceReport(versionCode: given("version_code"), versionName: given("version_name"), osVersion: given("os_version"),
+                            deviceStatusReport: given("device_status_report", limit: nil), timezone: given("timezone"),
+                            deviceID: given("device_id"), notificationUUIDs: notificationUUIDs(form["notification_uuids"]),
+                            at: now.timeIntervalSince1970)
     }
 
     /// UUIDs from a `notification_uuids` JSON list; other entries are dropped (as Beiwe does).

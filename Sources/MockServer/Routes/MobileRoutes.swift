@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 import Logging
 import Scheduling
@@ -12,7 +11,7 @@ import SurveyWire
 struct MobileRoutes: Sendable {
     let context: ServerContext
 
-    var store: Store { context.store }
+    var store: any Store { context.store }
     var auth: MobileAuth {
         MobileAuth(store: context.store, profile: context.configuration.profile, throttle: context.loginThrottle,
                    decoyRecord: context.decoyPasswordRecord, now: context.realNow)
@@ -118,29 +117,10 @@ struct MobileRoutes: Sendable {
         let os = form.isIOS ? "ios" : "android"
         let deviceID = form["device_id"] ?? ""
         let patientID = participant.patientId
-        let registeredZone = try await store.write { [infoText] db -> String in
-            if let token, try String.fetchOne(
-                db.cachedStatement(sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?"),
-                arguments: [token, patientID]) != nil {
-                throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant", field: "fcm_token")
-            }
-            // The first registration fixes the time zone; every registration replaces password, device and token.
-            // (SET expressions see the row's old values, so `registered_at IS NULL` means "first time".)
-            let update = try db.cachedStatement(sql: """
-                UPDATE participant SET
-                    timezone = CASE WHEN registered_at IS NULL THEN ?1 ELSE timezone END,
-                    timezone_fallback = CASE WHEN registered_at IS NULL THEN ?2 ELSE timezone_fallback END,
-                    registered_at = COALESCE(registered_at, ?3), last_registered_at = ?3,
-                    password_record = ?4, device_id = ?5, os = ?6, device_info = ?7, push_token = ?8,
-                    token_unregistered_at = NULL, retry_after = NULL, retry_count = 0
-                WHERE patient_id = ?9
-                RETURNING timezone
-                """)
-            guard let row = try Row.fetchOne(update, arguments: [zone, !zoneIsValid, now.timeIntervalSince1970, record, deviceID,
-                                                                        os, infoText, token, patientID])
-            else { throw MobileAuth.denied(form) }
-            try MobileAuth.recordDeviceFields(db, form, patientID: patientID, at: now)
-            return (row[0] as String?) ?? zone
+        let registration = Registration(patientID: patientID, timezone: zone, timezoneIsFallback: !zoneIsValid, at: now.timeIntervalSince1970,
+                                        passwordRecord: record, deviceID: deviceID, os: os, deviceInfo: infoText, pushToken: token)
+        guard let registeredZone = try await store.register(registration, report: try MobileAuth.deviceReport(form, at: now)) else {
+            throw MobileAuth.denied(form)
         }
         // Only server-scheduled studies have occurrences to plan; device studies schedule on the phone.
         if study.isServerScheduled {
@@ -161,14 +141,7 @@ struct MobileRoutes: Sendable {
         let token = try form.require("fcm_token")
         guard token.utf8.count <= 256 else { throw MockServerError.badField("fcm_token", "fcm_token is longer than 256 characters") }
         let patientID = participant.patientId
-        try await store.write { db in
-            if try String.fetchOne(db, sql: "SELECT patient_id FROM participant WHERE push_token = ? AND patient_id != ?",
-                                   arguments: [token, patientID]) != nil {
-                throw APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant", field: "fcm_token")
-            }
-            try db.execute(sql: "UPDATE participant SET push_token = ?, token_unregistered_at = NULL, retry_after = NULL, retry_count = 0 WHERE patient_id = ?",
-                           arguments: [token, patientID])
-        }
+        try await store.setPushToken(token, patientID: patientID)
         try await auth.recordDeviceFields(form, patientID: patientID, at: study.now(real: context.realNow()))
         // Occurrences held back while the token was unregistered go out now, in one push.
         if study.isServerScheduled, participant.registeredAt != nil {
@@ -182,10 +155,9 @@ struct MobileRoutes: Sendable {
     func downloadSurveys(_ form: MobileForm) async throws -> Response {
         let (participant, study) = try await auth.authenticate(form)
         try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
-        let (surveys, participantContext) = try await store.read { db in
-            (try SurveyRecord.filter(sql: "study_id = ? AND deleted = 0", arguments: [study.id]).order(sql: "created_at, id").fetchAll(db),
-             try OccurrencePlanner.context(db, participant))
-        }
+        let surveys = try await store.liveSurveys(studyID: study.id)
+        var batch = PlanningBatch(interventions: [participant.patientId: try await store.interventionDates(patientID: participant.patientId)])
+        let participantContext = batch.context(participant)
         let now = study.now(real: context.realNow())
         return JSONResponse.make(surveys.map { $0.entry(withTimings: true, participant: participantContext, now: now) })
     }
@@ -194,7 +166,7 @@ struct MobileRoutes: Sendable {
         let (participant, study) = try await auth.authenticate(form)
         let surveyID = try form.require("survey_id")
         try await auth.recordDeviceFields(form, patientID: participant.patientId, at: study.now(real: context.realNow()))
-        let survey = try await store.read { db in try SurveyRecord.fetchOne(db, key: surveyID) }
+        let survey = try await store.survey(surveyID)
         guard let survey, survey.studyId == study.id, !survey.deleted else {
             throw APIError(.notFound, code: "survey_not_found", "no survey '\(surveyID)' in this participant's study")
         }
@@ -247,9 +219,7 @@ struct MobileRoutes: Sendable {
             // may arrive after a deletion). Anything else is kept as a raw upload, never as answers to a survey.
             let surveyID = String(parts[2])
             let studyID = study.id
-            let known = try await store.read { db in
-                try Bool.fetchOne(db, sql: "SELECT EXISTS(SELECT 1 FROM survey WHERE id = ? AND study_id = ?)", arguments: [surveyID, studyID]) ?? false
-            }
+            let known = try await store.surveyExists(surveyID, studyID: studyID)
             if known {
                 submission = (surveyID, try WireJSON.encodeString(answers))
             } else {
@@ -264,18 +234,12 @@ struct MobileRoutes: Sendable {
         let content = decrypted.lines.joined(separator: "\n")
         let lineCount = decrypted.lines.count
         let badLines = decrypted.badLines.count
-        try await store.write { db in
-            try db.execute(sql: """
-                INSERT OR IGNORE INTO upload (patient_id, file_name, stream, received_at, lines, bad_lines, content)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [patientID, fileName, stream, now.timeIntervalSince1970, lineCount, badLines, content])
-            if let submission {
-                try db.execute(sql: """
-                    INSERT OR IGNORE INTO submission (study_id, patient_id, survey_id, file_name, received_at, answers)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """, arguments: [study.id, patientID, submission.surveyID, fileName, now.timeIntervalSince1970, submission.answers])
-            }
-        }
+        let upload = UploadRecord(patientID: patientID, fileName: fileName, stream: stream, receivedAt: now.timeIntervalSince1970,
+                                  lines: lineCount, badLines: badLines, content: content)
+        try await store.storeUpload(upload, submission: submission.map {
+            SubmissionRecord(seq: nil, studyId: study.id, patientId: patientID, surveyId: $0.surveyID, fileName: fileName,
+                             receivedAt: now.timeIntervalSince1970, answers: $0.answers)
+        })
         if let rejected { return text(.ok, "file was bad due to '\(rejected)', delete it.") }
         return text(.ok, "upload successful.")
     }
@@ -297,11 +261,7 @@ struct MobileRoutes: Sendable {
         let message = form["message"]
         if let message { try WireRangeError.check(message, maxLength: WireLimits.freeTextLength, "message") }
         let patientID = participant.patientId
-        try await store.write { db in
-            try db.execute(sql: "INSERT INTO heartbeat (patient_id, at, message) VALUES (?, ?, ?)",
-                           arguments: [patientID, now.timeIntervalSince1970, message])
-            try db.execute(sql: "UPDATE participant SET last_heartbeat_at = ? WHERE patient_id = ?", arguments: [now.timeIntervalSince1970, patientID])
-        }
+        try await store.recordHeartbeat(patientID: patientID, at: now.timeIntervalSince1970, message: message)
         return JSONResponse.make(["status": "ok"])
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Hummingbird
 import ServerSupport
 import SurveyWire
@@ -44,10 +43,7 @@ struct TelemetryRoutes: Sendable {
                            "the server keeps at most \(context.telemetryBytes.limit) bytes of telemetry; try again later")
         }
         do {
-            let stored = try await context.store.write { db -> Bool in
-                try record.insert(db, onConflict: .ignore)
-                return db.changesCount > 0
-            }
+            let stored = try await context.store.insertPing(record)
             if !stored { context.telemetryBytes.release(size) }
         } catch {
             context.telemetryBytes.release(size)

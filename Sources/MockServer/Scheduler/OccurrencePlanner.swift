@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Scheduling
 import SurveyCrypto
 import SurveyWire
@@ -23,23 +22,14 @@ struct PreparedSurvey: Sendable {
     }
 }
 
-/// What planning many participants at once shares: parsed zones and the study's intervention dates.
+/// What planning many participants at once shares: parsed zones and the intervention dates read for them.
 struct PlanningBatch {
     private var zones: [String: TimeZone] = [:]
-    private var interventions: [String: [String: LocalDate]]?
+    /// Patient id → intervention name → `YYYY-MM-DD`.
+    private let interventions: [String: [String: String]]
 
-    /// A batch that reads each participant's interventions on demand.
-    init() {}
-
-    /// A batch with every intervention date of a study loaded in one query.
-    init(_ db: Database, studyID: String) throws {
-        var all: [String: [String: LocalDate]] = [:]
-        for row in try Row.fetchAll(db, sql: """
-            SELECT i.patient_id, i.name, i.date FROM intervention i JOIN participant p ON p.patient_id = i.patient_id WHERE p.study_id = ?
-            """, arguments: [studyID]) {
-            if let date = LocalDate(row["date"] as String) { all[row["patient_id"], default: [:]][row["name"]] = date }
-        }
-        interventions = all
+    init(interventions: [String: [String: String]]) {
+        self.interventions = interventions
     }
 
     mutating func zone(_ name: String) -> TimeZone? {
@@ -49,17 +39,12 @@ struct PlanningBatch {
         return zone
     }
 
-    mutating func context(_ db: Database, _ participant: ParticipantRecord) throws -> ParticipantContext? {
+    /// The participant's planning context, or nil before registration (or with an unusable zone).
+    mutating func context(_ participant: ParticipantRecord) -> ParticipantContext? {
         guard let registeredAt = participant.registeredAt, let zoneName = participant.timezone, let zone = zone(zoneName) else { return nil }
-        let dates: [String: LocalDate]
-        if let interventions {
-            dates = interventions[participant.patientId] ?? [:]
-        } else {
-            var found: [String: LocalDate] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT name, date FROM intervention WHERE patient_id = ?", arguments: [participant.patientId]) {
-                if let date = LocalDate(row["date"] as String) { found[row["name"]] = date }
-            }
-            dates = found
+        var dates: [String: LocalDate] = [:]
+        for (name, text) in interventions[participant.patientId] ?? [:] {
+            if let date = LocalDate(text) { dates[name] = date }
         }
         return ParticipantContext(timeZone: zone, registeredAt: Date(timeIntervalSince1970: registeredAt), interventions: dates)
     }
@@ -91,11 +76,6 @@ enum OccurrencePlanner {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func context(_ db: Database, _ participant: ParticipantRecord) throws -> ParticipantContext? {
-        var batch = PlanningBatch()
-        return try batch.context(db, participant)
-    }
-
     static func records(_ survey: PreparedSurvey, _ participant: ParticipantRecord, _ context: ParticipantContext,
                         after start: Date, through end: Date) -> [OccurrenceRecord] {
         OccurrenceCalculator.occurrences(of: survey.schedules, for: context, after: start, through: end).map { o in
@@ -107,48 +87,31 @@ enum OccurrencePlanner {
         }
     }
 
-    static func insert(_ db: Database, _ record: OccurrenceRecord) throws {
-        try db.cachedStatement(sql: """
-            INSERT OR IGNORE INTO occurrence (uuid, study_id, survey_id, patient_id, schedule_index, due_at, local_time, status)
-            VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')
-            """).execute(arguments: [record.uuid, record.studyId, record.surveyId, record.patientId, record.scheduleIndex,
-                                     record.dueAt, record.localTime])
-    }
-
     /// Extends a participant's occurrences up to `through` (new rows only).
-    static func extend(_ db: Database, participant: ParticipantRecord, surveys: [PreparedSurvey], through: Date,
-                       batch: inout PlanningBatch) throws {
-        guard let registeredAt = participant.registeredAt, let context = try batch.context(db, participant) else { return }
+    static func extend(participant: ParticipantRecord, surveys: [PreparedSurvey], through: Date, batch: inout PlanningBatch,
+                       plan: inout PlanChanges) {
+        guard let registeredAt = participant.registeredAt, let context = batch.context(participant) else { return }
         let from = participant.materializedThrough.map { Date(timeIntervalSince1970: $0) }
             ?? Date(timeIntervalSince1970: registeredAt - 0.001)
         guard through > from else { return }
         for survey in surveys where !survey.record.deleted {
-            for record in records(survey, participant, context, after: from, through: through) {
-                try insert(db, record)
-            }
+            plan.inserts += records(survey, participant, context, after: from, through: through)
         }
-        try db.cachedStatement(sql: "UPDATE participant SET materialized_through = ? WHERE patient_id = ?")
-            .execute(arguments: [through.timeIntervalSince1970, participant.patientId])
+        plan.materialized.append((participant.patientId, through.timeIntervalSince1970))
     }
 
     /// Recomputes one survey's pending occurrences for a participant after the survey or the participant's
-    /// anchors changed: pending rows no longer produced are dropped; new rows are added only if due after
-    /// `now` (a schedule added today does not fire for times already past); sent and expired rows are kept.
-    static func recompute(_ db: Database, survey: PreparedSurvey, participant: ParticipantRecord, now: Date,
-                          batch: inout PlanningBatch) throws {
+    /// anchors changed: pending rows (`pending`) no longer produced are dropped; new rows are added only if due
+    /// after `now` (a schedule added today does not fire for times already past); sent and expired rows are kept.
+    static func recompute(survey: PreparedSurvey, participant: ParticipantRecord, pending: [String], now: Date,
+                          batch: inout PlanningBatch, plan: inout PlanChanges) {
         guard let registeredAt = participant.registeredAt, let through = participant.materializedThrough,
-              let context = try batch.context(db, participant) else { return }
+              let context = batch.context(participant) else { return }
         let wanted = survey.record.deleted ? [] : records(survey, participant, context,
                                                           after: Date(timeIntervalSince1970: registeredAt - 0.001),
                                                           through: Date(timeIntervalSince1970: through))
         let wantedIDs = Set(wanted.map(\.uuid))
-        let pending = try String.fetchAll(db.cachedStatement(sql: "SELECT uuid FROM occurrence WHERE survey_id = ? AND patient_id = ? AND status = 'pending'"),
-                                          arguments: [survey.record.id, participant.patientId])
-        for uuid in pending where !wantedIDs.contains(uuid) {
-            try db.cachedStatement(sql: "DELETE FROM occurrence WHERE uuid = ?").execute(arguments: [uuid])
-        }
-        for record in wanted where record.dueAt > now.timeIntervalSince1970 {
-            try insert(db, record)
-        }
+        plan.deletes += pending.filter { !wantedIDs.contains($0) }
+        plan.inserts += wanted.filter { $0.dueAt > now.timeIntervalSince1970 }
     }
 }

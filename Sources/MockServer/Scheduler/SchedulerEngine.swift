@@ -1,5 +1,4 @@
 import Foundation
-import GRDB
 import Logging
 import Scheduling
 import ServerSupport
@@ -8,15 +7,14 @@ import SurveyWire
 /// Runs survey schedules: materializes occurrences, walks due moments in order, sends one push per
 /// participant per moment (bundling every survey due), and records each outcome in the push log.
 final class SchedulerEngine: Sendable {
-    let store: Store
+    let store: any Store
     let dispatcher: PushDispatcher
-    let locks = StudyLocks()
     let realNow: @Sendable () -> Date
     let logger: Logger
     /// Pushes in flight at once within one moment.
     let parallelism = 64
 
-    init(store: Store, dispatcher: PushDispatcher, realNow: @escaping @Sendable () -> Date, logger: Logger) {
+    init(store: any Store, dispatcher: PushDispatcher, realNow: @escaping @Sendable () -> Date, logger: Logger) {
         self.store = store
         self.dispatcher = dispatcher
         self.realNow = realNow
@@ -30,8 +28,8 @@ final class SchedulerEngine: Sendable {
 
     /// Applies a clock request under the study's lock and returns what fired.
     func moveClock(studyID: String, request: AdminWire.ClockRequest) async throws -> AdminWire.ClockResult {
-        try await locks.withLock(studyID) {
-            guard var study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else {
+        try await locked(studyID) {
+            guard var study = try await store.study(studyID) else {
                 throw MockServerError.notFound("study", studyID)
             }
             let current = self.now(of: study)
@@ -61,78 +59,86 @@ final class SchedulerEngine: Sendable {
                                    + "one move goes forward at most 400 days, so move it in steps", field: field)
             }
             if study.clockMode == "frozen" { study.frozenAt = current.timeIntervalSince1970 }
-            let snapshot = study
-            try await store.write { db in try snapshot.update(db) }
+            try await store.updateStudy(study)
             let fired = try await self.runDue(study: study, from: current, through: target)
             if study.clockMode == "frozen" {
                 study.frozenAt = target.timeIntervalSince1970
-                let final = study
-                try await store.write { db in try final.update(db) }
+                try await store.updateStudy(study)
             }
             return AdminWire.ClockResult(now: WireTime.format(target), mode: study.clockMode, fired: fired.map(\.view))
         }
     }
 
     /// Sends everything due up to the study's current time (used by the real-time ticker and after token changes).
+    /// With `wait: false` (the ticker), a study whose lock another holder has (a clock move, or another instance's
+    /// tick) is skipped: that holder sends what is due.
     @discardableResult
-    func tick(studyID: String) async throws -> [PushRecord] {
-        try await locks.withLock(studyID) {
-            guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }), study.isServerScheduled else {
-                return []
-            }
+    func tick(studyID: String, wait: Bool = true) async throws -> [PushRecord] {
+        try await store.withStudyLock(studyID, wait: wait) {
+            guard let study = try await self.store.study(studyID), study.isServerScheduled else { return [] }
             let now = self.now(of: study)
             return try await self.runDue(study: study, from: now, through: now)
+        } ?? []
+    }
+
+    /// Runs `body` holding the study's lock, waiting for it.
+    private func locked<T: Sendable>(_ studyID: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        guard let value = try await store.withStudyLock(studyID, wait: true, body) else {
+            throw APIError(.serviceUnavailable, code: "study_busy", "the study's scheduling lock could not be taken")
         }
+        return value
     }
 
     /// Recomputes one survey's occurrences for every registered participant (after create, edit or delete).
     func surveyChanged(studyID: String, surveyID: String) async throws {
-        try await locks.withLock(studyID) {
-            guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else { return }
+        try await locked(studyID) {
+            guard let study = try await self.store.study(studyID), let record = try await self.store.survey(surveyID) else { return }
             let now = self.now(of: study)
-            try await store.write { db in
-                guard let record = try SurveyRecord.fetchOne(db, key: surveyID) else { return }
-                let survey = PreparedSurvey(record)
-                var batch = try PlanningBatch(db, studyID: studyID)
-                let participants = try ParticipantRecord.filter(sql: "study_id = ? AND registered_at IS NOT NULL", arguments: [studyID]).fetchAll(db)
-                for participant in participants {
-                    try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now, batch: &batch)
-                }
+            let survey = PreparedSurvey(record)
+            let participants = try await self.store.registeredParticipants(studyID: studyID)
+            guard !participants.isEmpty else { return }
+            var batch = PlanningBatch(interventions: try await self.store.studyInterventionDates(studyID: studyID))
+            let pending = try await self.store.pendingOccurrences(surveyID: surveyID, patientIDs: participants.map(\.patientId))
+            var plan = PlanChanges()
+            for participant in participants {
+                OccurrencePlanner.recompute(survey: survey, participant: participant, pending: pending[participant.patientId] ?? [],
+                                            now: now, batch: &batch, plan: &plan)
             }
+            try await self.store.applyPlan(plan)
         }
     }
 
     /// Recomputes a participant's occurrences (after registration or an intervention date).
     func participantChanged(studyID: String, patientID: String) async throws {
-        try await locks.withLock(studyID) {
-            guard let study = try await store.read({ db in try StudyRecord.fetchOne(db, key: studyID) }) else { return }
+        try await locked(studyID) {
+            guard let study = try await self.store.study(studyID), let participant = try await self.store.participant(patientID) else { return }
             let now = self.now(of: study)
-            try await store.write { db in
-                guard let participant = try ParticipantRecord.fetchOne(db, key: patientID) else { return }
-                let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
-                for survey in surveys where survey.quarantined {
-                    self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
-                        "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
-                }
-                var batch = PlanningBatch()
-                if participant.materializedThrough == nil {
-                    try OccurrencePlanner.extend(db, participant: participant, surveys: surveys,
-                                                 through: now.addingTimeInterval(OccurrencePlanner.horizon), batch: &batch)
-                } else {
-                    for survey in surveys {
-                        try OccurrencePlanner.recompute(db, survey: survey, participant: participant, now: now, batch: &batch)
-                    }
+            let surveys = try await self.store.allSurveys(studyID: studyID).map(PreparedSurvey.init)
+            self.logQuarantined(surveys, studyID: studyID)
+            var batch = PlanningBatch(interventions: [patientID: try await self.store.interventionDates(patientID: patientID)])
+            var plan = PlanChanges()
+            if participant.materializedThrough == nil {
+                OccurrencePlanner.extend(participant: participant, surveys: surveys, through: now.addingTimeInterval(OccurrencePlanner.horizon),
+                                         batch: &batch, plan: &plan)
+            } else {
+                for survey in surveys {
+                    let pending = try await self.store.pendingOccurrences(surveyID: survey.record.id, patientIDs: [patientID])
+                    OccurrencePlanner.recompute(survey: survey, participant: participant, pending: pending[patientID] ?? [], now: now,
+                                                batch: &batch, plan: &plan)
                 }
             }
+            try await self.store.applyPlan(plan)
+        }
+    }
+
+    private func logQuarantined(_ surveys: [PreparedSurvey], studyID: String) {
+        for survey in surveys where survey.quarantined {
+            logger.error("stored survey has unusable schedules; it is not planned", metadata: [
+                "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
         }
     }
 
     // MARK: Due processing (caller holds the study lock)
-
-    private struct Due: Sendable {
-        var participant: ParticipantRecord
-        var occurrences: [OccurrenceRecord]
-    }
 
     /// Walks the due moments in `(from, target]` in order; at each, every participant gets one push with all their
     /// pending occurrences due by then (so a backlog from before `from` rides on the first push that goes out).
@@ -147,30 +153,21 @@ final class SchedulerEngine: Sendable {
         // (so a real-time tick every second touches no participant most of the time).
         let horizonEnd = target.addingTimeInterval(OccurrencePlanner.horizon)
         let started = ContinuousClock.now
-        let extended = try await store.write { db -> Int in
-            let participants = try ParticipantRecord.filter(sql: """
-                study_id = ? AND registered_at IS NOT NULL AND retired = 0
-                AND (materialized_through IS NULL OR materialized_through < ?)
-                """, arguments: [studyID, horizonEnd.timeIntervalSince1970]).fetchAll(db)
-            guard !participants.isEmpty else { return 0 }
-            let surveys = try SurveyRecord.filter(sql: "study_id = ?", arguments: [studyID]).fetchAll(db).map(PreparedSurvey.init)
-            for survey in surveys where survey.quarantined {
-                self.logger.error("stored survey has unusable schedules; it is not planned", metadata: [
-                    "study_id": "\(studyID)", "survey_id": "\(survey.record.id)"])
-            }
-            var batch = try PlanningBatch(db, studyID: studyID)
+        let participants = try await store.participantsToExtend(studyID: studyID, horizon: horizonEnd.timeIntervalSince1970)
+        if !participants.isEmpty {
+            let surveys = try await store.allSurveys(studyID: studyID).map(PreparedSurvey.init)
+            logQuarantined(surveys, studyID: studyID)
+            var batch = PlanningBatch(interventions: try await store.studyInterventionDates(studyID: studyID))
+            var plan = PlanChanges()
             for participant in participants {
-                try OccurrencePlanner.extend(db, participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400),
-                                             batch: &batch)
+                OccurrencePlanner.extend(participant: participant, surveys: surveys, through: horizonEnd.addingTimeInterval(86400),
+                                         batch: &batch, plan: &plan)
             }
-            return participants.count
+            try await store.applyPlan(plan)
         }
+        let extended = participants.count
         let materialized = ContinuousClock.now
-        let moments = try await store.read { db in
-            try Double.fetchAll(db, sql: """
-                SELECT DISTINCT due_at FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at > ? AND due_at <= ? ORDER BY due_at
-                """, arguments: [studyID, from.timeIntervalSince1970, target.timeIntervalSince1970])
-        }
+        let moments = try await store.dueMoments(studyID: studyID, after: from.timeIntervalSince1970, through: target.timeIntervalSince1970)
         var fired: [PushRecord] = []
         var lastMoment: Double = -.infinity
         for moment in moments where moment > lastMoment {
@@ -191,41 +188,15 @@ final class SchedulerEngine: Sendable {
         return fired
     }
 
-    /// What one participant's turn at a due moment produced, written with everyone else's in one transaction.
-    private struct Attempt: Sendable {
-        enum ParticipantUpdate: Sendable {
-            case none
-            case delivered
-            case unregistered(token: String)
-            case backOff(until: Double, count: Int)
-        }
-        var records: [PushRecord] = []
-        var sent: [(occurrence: String, push: String)] = []
-        var expired: [(occurrence: String, push: String)] = []
-        var update: ParticipantUpdate = .none
-    }
-
     /// Sends, at study time `moment`, one push per participant bundling all their pending occurrences due by then.
     private func fire(study: StudyRecord, at moment: Date) async throws -> [PushRecord] {
         let studyID = study.id
         let maxDelay = study.maxDelay
         let t = moment.timeIntervalSince1970
-        let due: [Due] = try await store.read { db in
-            let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ?", arguments: [studyID, t])
-                .order(sql: "patient_id, due_at").fetchAll(db)
-            guard !rows.isEmpty else { return [] }
-            let people = try ParticipantRecord.fetchAll(db, sql: """
-                SELECT * FROM participant WHERE retired = 0 AND patient_id IN
-                (SELECT DISTINCT patient_id FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ?)
-                """, arguments: [studyID, t])
-            let byID = Dictionary(uniqueKeysWithValues: people.map { ($0.patientId, $0) })
-            var groups: [String: [OccurrenceRecord]] = [:]
-            for row in rows { groups[row.patientId, default: []].append(row) }
-            return groups.keys.sorted().compactMap { id in byID[id].map { Due(participant: $0, occurrences: groups[id]!) } }
-        }
+        let due = try await store.dueWork(studyID: studyID, at: t)
         guard !due.isEmpty else { return [] }
-        let attempts = try await withThrowingTaskGroup(of: Attempt.self) { group in
-            var results: [Attempt] = []
+        let attempts = try await withThrowingTaskGroup(of: FiringOutcome.self) { group in
+            var results: [FiringOutcome] = []
             var iterator = due.makeIterator()
             for _ in 0..<parallelism {
                 guard let next = iterator.next() else { break }
@@ -239,26 +210,7 @@ final class SchedulerEngine: Sendable {
             }
             return results
         }
-        try await store.write { db in
-            let mark = try db.cachedStatement(sql: "UPDATE occurrence SET status = ?, push_uuid = ? WHERE uuid = ?")
-            for attempt in attempts {
-                for record in attempt.records { try record.insert(db) }
-                for (occurrence, push) in attempt.sent { try mark.execute(arguments: ["sent", push, occurrence]) }
-                for (occurrence, push) in attempt.expired { try mark.execute(arguments: ["expired", push, occurrence]) }
-                guard let patientID = attempt.records.first?.patientId else { continue }
-                switch attempt.update {
-                case .none: break
-                case .delivered:
-                    try db.execute(sql: "UPDATE participant SET retry_after = NULL, retry_count = 0 WHERE patient_id = ?", arguments: [patientID])
-                case .unregistered(let token):
-                    try db.execute(sql: "UPDATE participant SET token_unregistered_at = ? WHERE patient_id = ? AND push_token = ?",
-                                   arguments: [t, patientID, token])
-                case .backOff(let until, let count):
-                    try db.execute(sql: "UPDATE participant SET retry_after = ?, retry_count = ? WHERE patient_id = ?",
-                                   arguments: [until, count, patientID])
-                }
-            }
-        }
+        try await store.recordFiring(attempts, at: t)
         return attempts.flatMap(\.records).sorted { ($0.patientId, $0.dueAt) < ($1.patientId, $1.dueAt) }
     }
 
@@ -267,8 +219,8 @@ final class SchedulerEngine: Sendable {
         min(60 * pow(2, Double(min(failures, 10))), 3600)
     }
 
-    private func attempt(_ due: Due, studyID: String, at t: Double, maxDelay: TimeInterval) async -> Attempt {
-        var result = Attempt()
+    private func attempt(_ due: DueWork, studyID: String, at t: Double, maxDelay: TimeInterval) async -> FiringOutcome {
+        var result = FiringOutcome()
         let expired = due.occurrences.filter { t - $0.dueAt > maxDelay }
         let live = due.occurrences.filter { t - $0.dueAt <= maxDelay }
         if !expired.isEmpty {

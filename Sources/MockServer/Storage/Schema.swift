@@ -2,6 +2,10 @@ import GRDB
 
 /// The SQLite schema, as GRDB migrations (applied in order, each once).
 enum Schema {
+    /// Every table, children before parents (the order `wipe` deletes in).
+    static let tables = ["notification_report", "heartbeat", "telemetry", "upload", "submission", "push", "occurrence",
+                         "intervention", "survey", "participant", "study_intervention", "study", "feature"]
+
     static func migrator() -> DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in

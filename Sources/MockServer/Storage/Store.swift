@@ -1,232 +1,263 @@
 import Foundation
-import GRDB
-import Prometheus
+import Logging
+import Scheduling
 import ServerSupport
-import Synchronization
+import SurveyWire
 
-/// Where the mock server keeps its data.
-public enum StoreLocation: Sendable, Equatable {
+/// Where the mock server keeps its data (`--database`).
+public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
     /// A SQLite file (WAL mode); parent directories are created.
     case file(String)
-    /// An in-memory database, gone when the process exits.
+    /// An in-memory SQLite database, gone when the process exits.
     case memory
+    /// A PostgreSQL database: several server instances may share it.
+    case postgres(PostgresURL)
 
-    /// `:memory:` or a path.
-    public init(argument: String) {
-        self = argument == ":memory:" ? .memory : .file(argument)
+    /// `:memory:`, a `postgres://` (or `postgresql://`) URL, or a path.
+    public init(argument: String) throws(PostgresURL.Invalid) {
+        if argument == ":memory:" {
+            self = .memory
+        } else if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
+            self = .postgres(try PostgresURL(argument))
+        } else {
+            self = .file(argument)
+        }
     }
 
+    /// The path, `:memory:`, or the URL without its password.
+    public var description: String {
+        switch self {
+        case .file(let path): path
+        case .memory: ":memory:"
+        case .postgres(let url): url.description
+        }
+    }
+
+    /// The store's kind, as `GET /__admin/info` reports it.
     var kind: String {
         switch self {
         case .file: "sqlite"
         case .memory: "sqlite-memory"
+        case .postgres: "postgres"
         }
     }
 }
 
-/// The server's SQLite store. Every write is all-or-nothing (its own savepoint inside a committed
-/// transaction), so a crash leaves either all or none of a request's changes.
-///
-/// Writes are group-committed: while one transaction is committing, the writes that arrive queue up and go
-/// into the next transaction together, each in its own savepoint (one failing rolls back only itself).
-/// `write` returns only after the transaction holding its changes has committed, so a 200 still means the
-/// change is on disk, but concurrent requests share one commit (one WAL sync) instead of paying one each.
-final class Store: Sendable {
-    let writer: any DatabaseWriter
-    let location: StoreLocation
-    private let batcher: WriteBatcher
+/// What the server stores, whatever holds it: SQLite (``SQLiteStore``, the embedded default) or PostgreSQL
+/// (``PostgresStore``, shared by several instances). Both keep the same rules:
+/// - every method that changes data returns only after the change is durable (a 200 means it is on disk);
+/// - every method is all-or-nothing;
+/// - scheduling work for one study runs under ``withStudyLock(_:wait:_:)``, which on PostgreSQL holds across
+///   every instance on the database.
+protocol Store: Sendable {
+    /// Where the data is.
+    var location: StoreLocation { get }
 
-    /// Opens (creating and migrating) the store; `metrics` gets `sqlite_writes_total` and `sqlite_commits_total`.
-    init(_ location: StoreLocation, metrics: ServerMetrics? = nil) throws {
-        self.location = location
-        var config = Configuration()
-        config.foreignKeysEnabled = true
-        config.busyMode = .timeout(5)
-        switch location {
-        case .memory:
-            writer = try DatabaseQueue(configuration: config)
-        case .file(let path):
-            try Self.prepareFile(path)
-            writer = try DatabasePool(path: path, configuration: config)
-        }
-        try Schema.migrator().migrate(writer)
-        batcher = WriteBatcher(writer: writer, metrics: metrics)
-    }
+    // MARK: Mobile API
 
-    /// The database holds private keys and password records: directories it creates are 0700, and the file is 0600
-    /// (created so before SQLite opens it; SQLite gives its `-wal` and `-shm` files the same mode).
-    static func prepareFile(_ path: String) throws {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        }
-        if !FileManager.default.fileExists(atPath: path) {
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: path])
-            }
-        } else {
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-        }
-    }
+    /// A participant and its study, or nil when either is missing.
+    func participantAndStudy(_ patientID: String) async throws -> (ParticipantRecord, StudyRecord)?
+    /// Keeps what a mobile request reported (absent fields keep their stored value) and its notification receipts.
+    func recordDevice(_ report: DeviceReport, patientID: String) async throws
+    /// Registers (or re-registers) a participant's device; returns the participant's time zone, or nil when the
+    /// participant is gone. Throws `push_token_in_use` when another participant holds the token.
+    func register(_ registration: Registration, report: DeviceReport) async throws -> String?
+    /// Replaces a participant's push token (clearing its unregistered mark and back-off).
+    func setPushToken(_ token: String, patientID: String) async throws
+    /// A study's surveys that are not deleted, oldest first.
+    func liveSurveys(studyID: String) async throws -> [SurveyRecord]
+    /// Every survey of a study, deleted ones included.
+    func allSurveys(studyID: String) async throws -> [SurveyRecord]
+    /// One survey, deleted or not.
+    func survey(_ id: String) async throws -> SurveyRecord?
+    /// Whether `surveyID` is one of the study's surveys (deleted ones included).
+    func surveyExists(_ surveyID: String, studyID: String) async throws -> Bool
+    /// Keeps an upload and, for survey answers, the submission (a repeated file name keeps the first).
+    func storeUpload(_ upload: UploadRecord, submission: SubmissionRecord?) async throws
+    /// Keeps a heartbeat and the participant's last heartbeat time.
+    func recordHeartbeat(patientID: String, at: Double, message: String?) async throws
+    /// A participant's intervention dates by name.
+    func interventionDates(patientID: String) async throws -> [String: String]
 
-    func read<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        try await writer.read(body)
-    }
+    // MARK: Telemetry and features
 
-    /// Runs `body` in its own savepoint of the next group commit; returns after that commit.
-    func write<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let job = WriteJob(body: body, continuation: continuation)
-            batcher.submit(job)
-        }
-    }
+    /// Stores a ping; false when its document id was already stored.
+    func insertPing(_ record: TelemetryRecord) async throws -> Bool
+    /// Bytes of ping bodies stored.
+    func telemetryBytes() async throws -> Int
+    /// Stored pings matching the filter, in arrival order.
+    func pings(clientID: String?, ping: String?, since: Double?) async throws -> [TelemetryRecord]
+    /// `(client_id, ping, ping_info.seq)` of every stored ping whose sequence number lies in `range`, sorted.
+    func pingSequences(clientID: String?, range: ClosedRange<Int>) async throws -> [(String, String, Int)]
+    /// Sets (inserting or replacing) a feature configuration.
+    func setFeature(appID: String, featureID: String, config: String, at: Double) async throws
+    /// Deletes a feature configuration; false when there was none.
+    func deleteFeature(appID: String, featureID: String) async throws -> Bool
+    /// An application's feature configurations, by feature id.
+    func features(appID: String) async throws -> [(String, String)]
 
-    /// Writes committed and transactions used since start: the batching ratio, for `/metrics` and benchmarks.
-    var writeCounts: (writes: Int, commits: Int) { batcher.counts }
+    // MARK: Admin API
 
-    /// Bytes of ping bodies stored (the telemetry quota's starting point).
-    func telemetryBytes() throws -> Int {
-        try writer.read { db in try Int.fetchOne(db, sql: "SELECT COALESCE(SUM(length(body)), 0) FROM telemetry") ?? 0 }
-    }
-
+    /// One study.
+    func study(_ id: String) async throws -> StudyRecord?
+    /// Creates a study with its intervention names.
+    func createStudy(_ record: StudyRecord, interventions: [String]) async throws
+    /// Replaces a study's row (its clock).
+    func updateStudy(_ record: StudyRecord) async throws
+    /// A study's intervention names, sorted.
+    func studyInterventions(_ studyID: String) async throws -> [String]
+    /// Adds an intervention name (kept once).
+    func addStudyIntervention(_ studyID: String, name: String) async throws
+    /// Counts for `GET /__admin/studies/{id}/stats`.
+    func stats(studyID: String) async throws -> AdminWire.StudyStats
+    /// Creates participants; all or none. Throws `participant_exists` when an id is taken.
+    func insertParticipants(_ records: [ParticipantRecord]) async throws
+    /// One participant.
+    func participant(_ id: String) async throws -> ParticipantRecord?
+    /// Sets one intervention date of a participant.
+    func setInterventionDate(patientID: String, name: String, date: String) async throws
+    /// Creates a survey.
+    func insertSurvey(_ record: SurveyRecord) async throws
+    /// Replaces a survey's row.
+    func updateSurvey(_ record: SurveyRecord) async throws
+    /// Marks a survey deleted.
+    func deleteSurvey(_ id: String) async throws
+    /// A study's occurrences (pending only unless `all`), optionally one participant's, by due time.
+    func occurrences(studyID: String, patientID: String?, all: Bool) async throws -> [OccurrenceRecord]
+    /// A study's push log, optionally one participant's, in the order written.
+    func pushes(studyID: String, patientID: String?) async throws -> [PushRecord]
+    /// One push by uuid, with its participant's reported notification uuids.
+    func push(uuid: String) async throws -> (PushRecord, [String])?
+    /// `patient_id + " " + uuid` of every notification receipt in the study.
+    func notificationReceipts(studyID: String) async throws -> Set<String>
+    /// A study's submissions, optionally one participant's, in arrival order.
+    func submissions(studyID: String, patientID: String?) async throws -> [SubmissionRecord]
     /// Deletes every row of every table.
-    func wipe() async throws {
-        try await writer.write { db in
-            for table in ["notification_report", "heartbeat", "telemetry", "upload", "submission", "push", "occurrence",
-                          "intervention", "survey", "participant", "study_intervention", "study", "feature"] {
-                try db.execute(sql: "DELETE FROM \(table)")
-            }
-        }
+    func wipe() async throws
+
+    // MARK: Scheduling
+
+    /// Ids of the studies the real-time ticker runs (server-scheduled, real clock).
+    func realTimeStudies() async throws -> [String]
+    /// Registered participants of a study.
+    func registeredParticipants(studyID: String) async throws -> [ParticipantRecord]
+    /// Registered, active participants whose occurrences end before `horizon` (or were never planned).
+    func participantsToExtend(studyID: String, horizon: Double) async throws -> [ParticipantRecord]
+    /// Every intervention date of a study's participants: patient id → name → date.
+    func studyInterventionDates(studyID: String) async throws -> [String: [String: String]]
+    /// Pending occurrence uuids of one survey for the given participants: patient id → uuids.
+    func pendingOccurrences(surveyID: String, patientIDs: [String]) async throws -> [String: [String]]
+    /// Applies planned occurrence changes in one transaction.
+    func applyPlan(_ plan: PlanChanges) async throws
+    /// The distinct due times of pending occurrences in `(after, through]`, ascending.
+    func dueMoments(studyID: String, after: Double, through: Double) async throws -> [Double]
+    /// Pending occurrences due by `at`, grouped by active participant (sorted by patient id).
+    func dueWork(studyID: String, at: Double) async throws -> [DueWork]
+    /// Records what one due moment's pushes did, in one transaction.
+    func recordFiring(_ outcomes: [FiringOutcome], at: Double) async throws
+
+    /// Runs `body` holding the study's scheduling lock (across instances where the store is shared). With
+    /// `wait: false`, returns nil at once when another holder has it.
+    func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T?
+
+    /// Writes committed and transactions used since start (the group-commit ratio; equal where there is no batching).
+    var writeCounts: (writes: Int, commits: Int) { get }
+
+    /// Closes connections (PostgreSQL); SQLite has nothing to close.
+    func close() async
+}
+
+/// The optional fields every mobile request may carry.
+struct DeviceReport: Sendable {
+    var versionCode: String?
+    var versionName: String?
+    var osVersion: String?
+    var deviceStatusReport: String?
+    var timezone: String?
+    var deviceID: String?
+    /// Notification uuids the device confirms.
+    var notificationUUIDs: [String] = []
+    /// When (study time) the request arrived.
+    var at: Double
+
+    var hasFields: Bool {
+        [versionCode, versionName, osVersion, deviceStatusReport, timezone, deviceID].contains { $0 != nil }
     }
 }
 
-/// One queued write: runs inside the batch's transaction, then learns whether that transaction committed.
-private protocol BatchedWrite: Sendable {
-    /// Runs the write in a savepoint of `db`'s open transaction, keeping its result or error.
-    func run(_ db: Database)
-    /// Resumes the caller: with the write's own result if the batch committed, else with `commitError`.
-    func finish(commitError: (any Error)?)
+/// What `/register_user` writes.
+struct Registration: Sendable {
+    var patientID: String
+    /// The zone kept at the first registration.
+    var timezone: String
+    var timezoneIsFallback: Bool
+    var at: Double
+    var passwordRecord: String
+    var deviceID: String
+    var os: String
+    var deviceInfo: String
+    var pushToken: String?
 }
 
-private final class WriteJob<T: Sendable>: BatchedWrite, @unchecked Sendable {
-    // `result` is written by `run` on the writer's queue and read by `finish` after that queue's
-    // transaction returned, so the two never overlap.
-    private let body: @Sendable (Database) throws -> T
-    private let continuation: CheckedContinuation<T, any Error>
-    private var result: Result<T, any Error>?
-
-    init(body: @escaping @Sendable (Database) throws -> T, continuation: CheckedContinuation<T, any Error>) {
-        self.body = body
-        self.continuation = continuation
-    }
-
-    func run(_ db: Database) {
-        var value: T?
-        do {
-            try db.inSavepoint {
-                value = try body(db)
-                return .commit
-            }
-            result = .success(value!)
-        } catch {
-            result = .failure(error)
-        }
-    }
-
-    func finish(commitError: (any Error)?) {
-        if let commitError {
-            continuation.resume(throwing: commitError)
-        } else {
-            continuation.resume(with: result ?? .failure(CancellationError()))
-        }
-    }
+/// An upload row.
+struct UploadRecord: Sendable {
+    var patientID: String
+    var fileName: String
+    var stream: String
+    var receivedAt: Double
+    var lines: Int
+    var badLines: Int
+    var content: String
 }
 
-/// The group-commit queue behind `Store.write`: at most one transaction in flight; everything that arrives
-/// meanwhile goes into the next one.
-private final class WriteBatcher: Sendable {
-    private struct State {
-        var pending: [any BatchedWrite] = []
-        var draining = false
-        var writes = 0
-        var commits = 0
+/// Occurrence changes computed by ``OccurrencePlanner`` and applied in one transaction.
+struct PlanChanges: Sendable {
+    /// New rows (an existing uuid is kept as it is).
+    var inserts: [OccurrenceRecord] = []
+    /// Pending rows no longer wanted.
+    var deletes: [String] = []
+    /// Participants' new `materialized_through`.
+    var materialized: [(patientID: String, through: Double)] = []
+
+    var isEmpty: Bool { inserts.isEmpty && deletes.isEmpty && materialized.isEmpty }
+}
+
+/// One participant's pending occurrences at a due moment.
+struct DueWork: Sendable {
+    var participant: ParticipantRecord
+    var occurrences: [OccurrenceRecord]
+}
+
+/// What one participant's turn at a due moment produced.
+struct FiringOutcome: Sendable {
+    enum ParticipantUpdate: Sendable {
+        case none
+        case delivered
+        case unregistered(token: String)
+        case backOff(until: Double, count: Int)
     }
+    var records: [PushRecord] = []
+    var sent: [(occurrence: String, push: String)] = []
+    var expired: [(occurrence: String, push: String)] = []
+    var update: ParticipantUpdate = .none
+}
 
-    private let writer: any DatabaseWriter
-    private let state = Mutex(State())
-    private let writeCounter: Counter?
-    private let commitCounter: Counter?
-    /// Bounds one transaction, so a burst cannot build an arbitrarily long one.
-    private let maxBatch = 512
+/// Store errors with the API's codes, the same from both stores.
+enum StoreError {
+    static let tokenInUse = APIError(.badRequest, code: "push_token_in_use", "this push token is registered to another participant",
+                                     field: "fcm_token")
 
-    init(writer: any DatabaseWriter, metrics: ServerMetrics?) {
-        self.writer = writer
-        writeCounter = metrics?.registry.makeCounter(name: "sqlite_writes_total", help: "Write requests committed (each in its own savepoint)")
-        commitCounter = metrics?.registry.makeCounter(name: "sqlite_commits_total", help: "SQLite transactions committed by the group-commit queue")
-    }
-
-    var counts: (writes: Int, commits: Int) { state.withLock { ($0.writes, $0.commits) } }
-
-    func submit(_ job: any BatchedWrite) {
-        let start = state.withLock { s -> Bool in
-            s.pending.append(job)
-            if s.draining { return false }
-            s.draining = true
-            return true
-        }
-        if start {
-            Task { await self.drain() }
-        }
-    }
-
-    private func drain() async {
-        while true {
-            let batch = state.withLock { s -> [any BatchedWrite] in
-                if s.pending.isEmpty {
-                    s.draining = false
-                    return []
-                }
-                let take = min(s.pending.count, maxBatch)
-                let batch = Array(s.pending.prefix(take))
-                s.pending.removeFirst(take)
-                return batch
-            }
-            if batch.isEmpty { return }
-            do {
-                try await writer.write { db in
-                    for job in batch { job.run(db) }
-                }
-                state.withLock {
-                    $0.writes += batch.count
-                    $0.commits += 1
-                }
-                writeCounter?.increment(by: Int64(batch.count))
-                commitCounter?.increment()
-                for job in batch { job.finish(commitError: nil) }
-            } catch {
-                for job in batch { job.finish(commitError: error) }
-            }
-        }
+    static func participantExists(_ id: String) -> APIError {
+        APIError(.conflict, code: "participant_exists", "participant '\(id)' already exists", field: "patient_id")
     }
 }
 
-/// Identifier helpers.
-enum Identifiers {
-    /// 24 lowercase hex characters, like Beiwe's object ids.
-    static func objectID() -> String {
-        (0..<12).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-    }
-
-    /// Beiwe's easy alphanumerics: lowercase letters and 1-9 (no 0), `count` long.
-    static func easyAlphanumeric(_ count: Int = 8) -> String {
-        let alphabet = Array("abcdefghijklmnopqrstuvwxyz123456789")
-        return String((0..<count).map { _ in alphabet.randomElement()! })
-    }
-
-    /// 32 random alphanumerics (push nonces).
-    static func nonce() -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
-        return String((0..<32).map { _ in alphabet.randomElement()! })
+/// Opens the store a ``StoreLocation`` names.
+enum StoreOpener {
+    static func open(_ location: StoreLocation, metrics: ServerMetrics?, logger: Logger) async throws -> any Store {
+        switch location {
+        case .file, .memory: try SQLiteStore(location, metrics: metrics)
+        case .postgres(let url): try await PostgresStore.open(url, metrics: metrics, logger: logger)
+        }
     }
 }

@@ -1,0 +1,204 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import Prometheus
+import ServerSupport
+import Synchronization
+
+/// The server's PostgreSQL store: several mock-server instances on one database are one deployment.
+///
+/// Every change is one transaction, committed (with PostgreSQL's default `synchronous_commit`) before the method
+/// returns, so a 200 means it is durable, as on SQLite. Scheduling work for a study takes a session advisory lock
+/// keyed by the study (``withStudyLock(_:wait:_:)``): one instance at a time walks a study's due moments, so each
+/// due occurrence is pushed once across instances. The lock is held on a pooled connection for the work's length;
+/// an instance that dies (even by SIGKILL) closes that connection and PostgreSQL releases the lock at once, so
+/// another instance's next tick sends what the dead one had not recorded as sent.
+final class PostgresStore: Store {
+    let location: StoreLocation
+    let client: PostgresClient
+    let logger: Logger
+    /// Within this process, one waiter per study asks PostgreSQL (the rest queue here, holding no connection).
+    private let locks = StudyLocks()
+    /// Drives the client's connection pool until ``close()``.
+    private let runner: Task<Void, Never>
+    private let counts = Mutex((writes: 0, commits: 0))
+    private let writeCounter: Counter?
+
+    /// Connects, creates the schema (or brings it up to date) and returns the store. Throws a readable error when the
+    /// server cannot be reached or refuses the login.
+    /// `metrics` gets `postgres_writes_total` (each write is its own transaction).
+    static func open(_ url: PostgresURL, metrics: ServerMetrics?, logger: Logger) async throws -> PostgresStore {
+        let store = try PostgresStore(url, metrics: metrics, logger: logger)
+        do {
+            try await store.migrate()
+        } catch {
+            await store.close()
+            throw PostgresStoreError.describe(error, url: url)
+        }
+        return store
+    }
+
+    private init(_ url: PostgresURL, metrics: ServerMetrics?, logger: Logger) throws {
+        location = .postgres(url)
+        writeCounter = metrics?.registry.makeCounter(name: "postgres_writes_total", help: "Write transactions committed to PostgreSQL")
+        self.logger = logger
+        let tls: PostgresClient.Configuration.TLS
+        switch url.sslMode {
+        case "disable": tls = .disable
+        case "require": tls = .require(TLSConfiguration.makeClientConfiguration())
+        default: tls = .prefer(TLSConfiguration.makeClientConfiguration())
+        }
+        var configuration = PostgresClient.Configuration(host: url.host, port: url.port, username: url.user, password: url.password,
+                                                         database: url.database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.maximumConnections = 32
+        // The pool's own chatter (a lease before `run()` got going) stays out of the server's log; failures reach the
+        // caller as errors.
+        var background = logger
+        background.logLevel = .error
+        client = PostgresClient(configuration: configuration, backgroundLogger: background)
+        runner = Task { [client] in await client.run() }
+    }
+
+    func close() async {
+        runner.cancel()
+        _ = await runner.value
+    }
+
+    var writeCounts: (writes: Int, commits: Int) { counts.withLock { ($0.writes, $0.commits) } }
+
+    // MARK: Queries
+
+    /// Runs one statement (autocommit) and returns its rows.
+    @discardableResult
+    func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        do {
+            return try await client.query(query, logger: logger).collect()
+        } catch {
+            throw PostgresStoreError.refusal(error)
+        }
+    }
+
+    /// Runs `body` in one transaction: committed before this returns, rolled back if it throws.
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        let value: T
+        do {
+            value = try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch let error as PostgresTransactionError {
+            // The closure's own error (an APIError) is what the caller should see.
+            throw PostgresStoreError.refusal(error.closureError ?? error.commitError ?? error.beginError ?? error)
+        }
+        committed()
+        return value
+    }
+
+    /// One statement as its own committed transaction.
+    @discardableResult
+    func write(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        let result = try await rows(query)
+        committed()
+        return result
+    }
+
+    private func committed() {
+        counts.withLock {
+            $0.writes += 1
+            $0.commits += 1
+        }
+        writeCounter?.increment()
+    }
+
+    // MARK: Migrations
+
+    private func migrate() async throws {
+        try await client.withConnection { connection in
+            // One instance migrates at a time; the others wait here and then find nothing to do.
+            try await connection.query("SELECT pg_advisory_lock(hashtextextended('survey-trio-migrations', 0))", logger: logger)
+            do {
+                try await connection.query("""
+                    CREATE TABLE IF NOT EXISTS trio_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                    """, logger: logger)
+                let applied = Set(try await connection.query("SELECT name FROM trio_migrations", logger: logger).collect()
+                    .map { try $0.decode(String.self) })
+                for (name, statements) in PostgresSchema.migrations where !applied.contains(name) {
+                    try await connection.withTransaction(logger: logger) { tx in
+                        for statement in statements { try await tx.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                        try await tx.query("INSERT INTO trio_migrations (name) VALUES (\(name))", logger: logger)
+                    }
+                    logger.info("database migrated", metadata: ["migration": "\(name)"])
+                }
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended('survey-trio-migrations', 0))", logger: logger)
+                throw error
+            }
+            try await connection.query("SELECT pg_advisory_unlock(hashtextextended('survey-trio-migrations', 0))", logger: logger)
+        }
+    }
+
+    // MARK: Study locks
+
+    func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T? {
+        if wait {
+            return try await locks.withLock(studyID) { try await self.withAdvisoryLock(studyID, wait: true, body) }
+        }
+        guard await locks.tryLock(studyID) else { return nil }
+        do {
+            let value = try await withAdvisoryLock(studyID, wait: false, body)
+            await locks.unlock(studyID)
+            return value
+        } catch {
+            await locks.unlock(studyID)
+            throw error
+        }
+    }
+
+    /// Holds the study's session advisory lock on one pooled connection while `body` runs (its queries use others).
+    private func withAdvisoryLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T? {
+        try await client.withConnection { connection -> T? in
+            if wait {
+                try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger)
+            } else {
+                let got = try await connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger)
+                    .collect().first?.decode(Bool.self) ?? false
+                guard got else { return nil }
+            }
+            do {
+                let value = try await body()
+                try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(studyID), 1))", logger: logger)
+                return value
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(studyID), 1))", logger: logger)
+                throw error
+            }
+        }
+    }
+}
+
+/// Errors of the PostgreSQL store, with what to do about them.
+enum PostgresStoreError {
+    /// A connection or login failure, named for a person (postgres-nio's own text names no host).
+    static func describe(_ error: any Error, url: PostgresURL) -> any Error {
+        if let psql = error as? PSQLError {
+            if let message = psql.serverInfo?[.message] {
+                return APIError(.internalServerError, code: "database_unavailable",
+                                "PostgreSQL at \(url) refused: \(message) (SQLSTATE \(psql.serverInfo?[.sqlState] ?? "?"))")
+            }
+            return APIError(.internalServerError, code: "database_unavailable",
+                            "cannot reach PostgreSQL at \(url): \(psql.code) \(psql.underlying.map { "\($0)" } ?? "")")
+        }
+        return error
+    }
+
+    /// What a client may be told about a refused statement: a text value PostgreSQL cannot store (a NUL character,
+    /// SQLSTATE 22021 or 22P05) is the request's fault, a 400; anything else stays as it is (a 500).
+    static func refusal(_ error: any Error) -> any Error {
+        guard let state = (error as? PSQLError)?.serverInfo?[.sqlState], state == "22021" || state == "22P05" else { return error }
+        return APIError(.badRequest, code: "invalid_character", "a text value contains a NUL character, which the database cannot store")
+    }
+
+    /// PostgreSQL's unique-violation state.
+    static func isUniqueViolation(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
+    }
+}
