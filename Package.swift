@@ -215,7 +215,8 @@ let package = Package(
         .testTarget(name: "APIReferenceTests", dependencies: ["MockServer", "PushRelay", "ServerSupport",
                                                               .product(name: "Logging", package: "swift-log")],
                     path: "Tests/APIReferenceTests"),
-        .testTarget(name: "MockServerTests", dependencies: ["MockServer", "SurveyCrypto"], path: "Tests/MockServerTests"),
+        .testTarget(name: "MockServerTests", dependencies: ["MockServer", "SurveyCrypto", "ServerSupport", "TrioTesting",
+                                                          .product(name: "Logging", package: "swift-log")], path: "Tests/MockServerTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),
         .testTarget(

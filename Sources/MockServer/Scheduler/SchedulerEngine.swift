@@ -70,8 +70,7 @@ final class SchedulerEngine: Sendable {
     }
 
     /// Sends everything due up to the study's current time (used by the real-time ticker and after token changes).
-    /// With `wait: false` (the ticker), a study whose lock another holder has (a clock move, or another instance's
-    /// tick) is skipped: that holder sends what is due.
+    /// With `wait: false` (the ticker), a study another instance is walking is skipped: that instance sends what is due.
     @discardableResult
     func tick(studyID: String, wait: Bool = true) async throws -> [PushRecord] {
         try await store.withStudyLock(studyID, wait: wait) {

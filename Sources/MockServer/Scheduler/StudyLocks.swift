@@ -12,11 +12,6 @@ actor StudyLocks {
         await withCheckedContinuation { waiters[key, default: []].append($0) }
     }
 
-    /// Takes the lock if it is free; false (and nothing taken) when someone holds it.
-    func tryLock(_ key: String) -> Bool {
-        held.insert(key).inserted
-    }
-
     func unlock(_ key: String) {
         if var queue = waiters[key], !queue.isEmpty {
             let next = queue.removeFirst()

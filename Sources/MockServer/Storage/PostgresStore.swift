@@ -139,18 +139,9 @@ final class PostgresStore: Store {
     // MARK: Study locks
 
     func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T? {
-        if wait {
-            return try await locks.withLock(studyID) { try await self.withAdvisoryLock(studyID, wait: true, body) }
-        }
-        guard await locks.tryLock(studyID) else { return nil }
-        do {
-            let value = try await withAdvisoryLock(studyID, wait: false, body)
-            await locks.unlock(studyID)
-            return value
-        } catch {
-            await locks.unlock(studyID)
-            throw error
-        }
+        // Within this process work queues for the study (a tick waits behind a registration's planning); `wait` only
+        // decides whether to wait for another instance.
+        try await locks.withLock(studyID) { try await self.withAdvisoryLock(studyID, wait: wait, body) }
     }
 
     /// Holds the study's session advisory lock on one pooled connection while `body` runs (its queries use others).

@@ -420,6 +420,7 @@ extension SQLiteStore {
     }
 
     func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T? {
+        // One process owns a SQLite file: there is no other instance to skip for.
         try await locks.withLock(studyID, body)
     }
 }

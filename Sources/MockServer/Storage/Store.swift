@@ -156,8 +156,9 @@ protocol Store: Sendable {
     /// Records what one due moment's pushes did, in one transaction.
     func recordFiring(_ outcomes: [FiringOutcome], at: Double) async throws
 
-    /// Runs `body` holding the study's scheduling lock (across instances where the store is shared). With
-    /// `wait: false`, returns nil at once when another holder has it.
+    /// Runs `body` holding the study's scheduling lock (across instances where the store is shared). Work in one
+    /// process queues; with `wait: false`, returns nil at once when another instance holds the lock (the real-time
+    /// ticker skips a study another instance is already walking).
     func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T?
 
     /// Writes committed and transactions used since start (the group-commit ratio; equal where there is no batching).
