@@ -155,7 +155,7 @@ let package = Package(
         .executableTarget(
             name: "push-relay",
             dependencies: [
-                "PushRelay",
+                "PushRelay", "SurveyWire",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

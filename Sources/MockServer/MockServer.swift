@@ -20,7 +20,7 @@ public struct MockServer: Sendable {
         let metrics = ServerMetrics()
         let store = try await StoreOpener.open(configuration.store, metrics: metrics, logger: logger)
         let client = TransportClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
-        let dispatcher = PushDispatcher(client: client, relayURL: configuration.relayURL, fcmProject: configuration.fcmProject, logger: logger)
+        let dispatcher = PushDispatcher(client: client, relayURLs: configuration.relayURLs, fcmProject: configuration.fcmProject, logger: logger)
         let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
         httpClient = client
         let decoy = try BeiwePassword.makeRecord(deviceHash: Base64URL.encode(SecureRandom.bytes(32)), iterations: configuration.kdfIterations)

@@ -6,8 +6,14 @@ public struct MockServerConfiguration: Sendable {
     public var store: StoreLocation
     /// PBKDF2 iterations for stored passwords (Beiwe: 1000).
     public var kdfIterations: Int
-    /// The relay's base URL; nil disables pushes (each attempt is logged as a relay error).
-    public var relayURL: String?
+    /// The relays' base URLs (`--relay-url`, repeatable); none disables pushes (each attempt is logged as a relay
+    /// error). With several, each push goes to the relay whose node id its token carries (``RelayNode``).
+    public var relayURLs: [String]
+    /// The first relay URL (the only one in most setups).
+    public var relayURL: String? {
+        get { relayURLs.first }
+        set { relayURLs = newValue.map { [$0] } ?? [] }
+    }
     /// FCM project name used in the relay's FCM path.
     public var fcmProject: String
     /// Bearer token required on `/__admin` when set.
@@ -27,13 +33,14 @@ public struct MockServerConfiguration: Sendable {
 
     public init(store: StoreLocation = .memory, kdfIterations: Int = 1000, relayURL: String? = nil, fcmProject: String = "mock-study",
                 adminToken: String? = nil, maxBodyBytes: Int = 1 << 20, maxUploadBytes: Int = 8 << 20, tickInterval: Duration = .seconds(1),
-                maxFailedLogins: Int? = nil, maxTelemetryBytes: Int = 512 << 20, profile: ServerProfile = .strict) {
+                maxFailedLogins: Int? = nil, maxTelemetryBytes: Int = 512 << 20, profile: ServerProfile = .strict,
+                relayURLs: [String] = []) {
         self.profile = profile
         self.maxFailedLogins = maxFailedLogins
         self.maxTelemetryBytes = maxTelemetryBytes
         self.store = store
         self.kdfIterations = kdfIterations
-        self.relayURL = relayURL
+        self.relayURLs = relayURLs.isEmpty ? (relayURL.map { [$0] } ?? []) : relayURLs
         self.fcmProject = fcmProject
         self.adminToken = adminToken
         self.maxBodyBytes = maxBodyBytes

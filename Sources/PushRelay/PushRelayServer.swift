@@ -26,6 +26,9 @@ public struct RelayConfiguration: Sendable {
     public var controlToken: String?
     /// Connection timeouts and the pipelining cap.
     public var connections: ConnectionLimits
+    /// `--node-id` (``RelayNode/range``): every token this relay issues carries it, so a mock server given several
+    /// relays sends each push to the one that issued its token.
+    public var nodeID: Int = 0
 
     public init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
                 deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10, controlToken: String? = nil,

@@ -410,11 +410,16 @@ public enum AdminWire {
         public var url: String
         public var store: String
         public var kdfIterations: Int
+        /// The first relay URL (`--relay-url`).
         public var relayURL: String?
+        /// Every relay URL, in the order given (absent from servers older than this field).
+        public var relayURLs: [String]?
         enum CodingKeys: String, CodingKey {
-            case service, version, pid, url, store, kdfIterations = "kdf_iterations", relayURL = "relay_url"
+            case service, version, pid, url, store, kdfIterations = "kdf_iterations", relayURL = "relay_url", relayURLs = "relay_urls"
         }
-        public init(service: String, version: String, pid: Int, url: String, store: String, kdfIterations: Int, relayURL: String?) {
+        public init(service: String, version: String, pid: Int, url: String, store: String, kdfIterations: Int, relayURL: String?,
+                    relayURLs: [String]? = nil) {
+            self.relayURLs = relayURLs
             self.service = service
             self.version = version
             self.pid = pid

@@ -7,10 +7,13 @@ public struct ReadyLine: Codable, Sendable, Equatable {
     /// Extra URLs (used by `survey-cli up`, which reports both servers).
     public var mockServer: String?
     public var pushRelay: String?
+    /// Every relay when `survey-cli up --relays K` started several (the first is `push_relay`).
+    public var pushRelays: [String]?
 
-    enum CodingKeys: String, CodingKey { case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay" }
+    enum CodingKeys: String, CodingKey { case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays" }
 
-    public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil) {
+    public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil, pushRelays: [String]? = nil) {
+        self.pushRelays = pushRelays
         self.service = service
         self.url = url
         self.pid = pid

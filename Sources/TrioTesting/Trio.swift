@@ -26,6 +26,9 @@ public final class Trio: Sendable {
         /// Fixed ports (0: any free port, reported by the READY lines).
         public var serverPort: Int = 0
         public var relayPort: Int = 0
+        /// Relays to start (`--node-id` 0, 1, ...); the mock server gets every one as a `--relay-url` and sends each
+        /// push to the relay that issued its token. `relayPort` applies to the first.
+        public var relayCount: Int = 1
 
         public init(database: String = ":memory:", keepaliveSeconds: Double = 25, serverArguments: [String] = [], relayArguments: [String] = [],
                     logDirectory: URL? = nil) {
@@ -37,15 +40,19 @@ public final class Trio: Sendable {
         }
     }
 
+    /// The first relay (node id 0).
     public let relay: ServerProcess
+    /// Every relay, by node id.
+    public let relays: [ServerProcess]
     public let server: ServerProcess
     /// Shared HTTP client for the admin and control clients.
     public let http: TransportClient
     public let admin: AdminClient
     public let control: RelayControlClient
 
-    private init(relay: ServerProcess, server: ServerProcess, http: TransportClient) {
-        self.relay = relay
+    private init(relays: [ServerProcess], server: ServerProcess, http: TransportClient) {
+        self.relays = relays
+        relay = relays[0]
         self.server = server
         self.http = http
         admin = AdminClient(baseURL: server.url, http: http)
@@ -58,27 +65,32 @@ public final class Trio: Sendable {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         let parent = String(getpid())
         let database = options.database == ":memory:" && TestPostgres.isDefaultStore ? try TestPostgres.createDatabase() : options.database
-        let relay = try await ServerProcess.launch(
-            executable: try Executables.locate("push-relay"),
-            arguments: ["--port", String(options.relayPort), "--keepalive", String(options.keepaliveSeconds), "--parent-pid", parent] + options.relayArguments,
-            logFile: logs.appendingPathComponent("push-relay.log"))
+        var relays: [ServerProcess] = []
         let server: ServerProcess
         do {
+            for node in 0..<max(1, options.relayCount) {
+                relays.append(try await ServerProcess.launch(
+                    executable: try Executables.locate("push-relay"),
+                    arguments: ["--port", String(node == 0 ? options.relayPort : 0), "--keepalive", String(options.keepaliveSeconds),
+                                "--node-id", String(node), "--parent-pid", parent] + options.relayArguments,
+                    logFile: logs.appendingPathComponent(node == 0 ? "push-relay.log" : "push-relay-\(node).log")))
+            }
             server = try await ServerProcess.launch(
                 executable: try Executables.locate("mock-server"),
-                arguments: ["--port", String(options.serverPort), "--relay-url", relay.url, "--database", database, "--parent-pid", parent] + options.serverArguments,
+                arguments: ["--port", String(options.serverPort)] + relays.flatMap { ["--relay-url", $0.url] }
+                    + ["--database", database, "--parent-pid", parent] + options.serverArguments,
                 logFile: logs.appendingPathComponent("mock-server.log"))
         } catch {
-            await relay.stop()
+            for relay in relays { await relay.stop() }
             throw error
         }
-        return Trio(relay: relay, server: server, http: TransportClient())
+        return Trio(relays: relays, server: server, http: TransportClient())
     }
 
     /// Stops both processes (SIGTERM, then SIGKILL after a grace period).
     public func stop() async {
         await server.stop()
-        await relay.stop()
+        for relay in relays { await relay.stop() }
         http.shutdown()
     }
 

@@ -19,7 +19,8 @@ struct MockServerCommand: AsyncParsableCommand {
 
     @Option(help: "Address to bind. Anything but loopback needs --admin-token.") var host = "127.0.0.1"
     @Option(help: "Port to bind (0 = any free port).") var port = 0
-    @Option(help: "Base URL of the push relay, e.g. http://127.0.0.1:9000.") var relayURL: String?
+    @Option(help: "Base URL of a push relay, e.g. http://127.0.0.1:9000. Repeat for several relays: each push goes to the one whose node id (push-relay --node-id) its token carries.")
+    var relayURL: [String] = []
     @Option(help: "SQLite file, :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (several instances may share one PostgreSQL database). Default: mock-server.sqlite in --data-dir.")
     var database: String?
     @Option(help: "Directory for the default database file.") var dataDir = "./.mock-server-data"
@@ -52,7 +53,7 @@ struct MockServerCommand: AsyncParsableCommand {
         if let database {
             do { _ = try StoreLocation(argument: database) } catch { throw ValidationError("--database: \(error)") }
         }
-        if let relayURL, !(relayURL.hasPrefix("http://") || relayURL.hasPrefix("https://")) {
+        for url in relayURL where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
             throw ValidationError("--relay-url must start with http:// or https://")
         }
     }
@@ -63,9 +64,10 @@ struct MockServerCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let location = try StoreLocation(argument: database ?? "\(dataDir)/mock-server.sqlite")
         let configuration = MockServerConfiguration(
-            store: location, kdfIterations: kdfIterations, relayURL: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 },
+            store: location, kdfIterations: kdfIterations,
             adminToken: adminToken, tickInterval: .milliseconds(Int(tick * 1000)), maxFailedLogins: maxFailedLogins,
-            maxTelemetryBytes: maxTelemetryBytes, profile: ServerProfile(rawValue: profile) ?? .strict)
+            maxTelemetryBytes: maxTelemetryBytes, profile: ServerProfile(rawValue: profile) ?? .strict,
+            relayURLs: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
         let server: MockServer
         do {
             server = try await MockServer(configuration: configuration, logger: logger)

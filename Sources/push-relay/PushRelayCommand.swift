@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import PushRelay
+import SurveyWire
 import ServerSupport
 
 /// `push-relay`: the simulated APNs/FCM relay as a process.
@@ -27,6 +28,8 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "Keep devices and pending messages in this SQLite file, so a restart loses nothing (default: memory only).")
     var store: String?
     @Option(help: "Bearer token required on /__control and /metrics.") var controlToken: String?
+    @Option(help: "This relay's node id (0-4095), carried by every token it issues: a mock server given several --relay-url sends each push to the relay whose id its token carries.")
+    var nodeId = 0
     @Option(help: "Seconds an idle connection (no request under way) is kept open.") var idleTimeout = 60.0
     @Option(help: "Seconds a request may take to arrive whole (headers and body); then 408 and close.") var requestTimeout = 10.0
     @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
@@ -39,6 +42,7 @@ struct PushRelayCommand: AsyncParsableCommand {
         if let deviceRate { guard deviceRate > 0 else { throw ValidationError("--device-rate must be positive") } }
         guard unregisteredLag >= 0, unregisteredLag <= 86_400 else { throw ValidationError("--unregistered-lag must be 0-86400 seconds") }
         guard (1...1000).contains(ackBatch) else { throw ValidationError("--ack-batch must be 1-1000") }
+        guard RelayNode.range.contains(nodeId) else { throw ValidationError("--node-id must be 0-4095") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard HostName.isLoopbackBind(host) || controlToken != nil else {
             throw ValidationError("binding \(host) exposes the control API beyond loopback; pass --control-token")
@@ -50,10 +54,11 @@ struct PushRelayCommand: AsyncParsableCommand {
         LoggingSystem.bootstrap { EscapingLogHandler(StreamLogHandler.standardError(label: $0)) }
         var logger = Logger(label: "push-relay")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let configuration = RelayConfiguration(
+        var configuration = RelayConfiguration(
             keepaliveInterval: .milliseconds(Int(keepalive * 1000)), deviceRate: deviceRate,
             unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch, controlToken: controlToken,
             connections: ConnectionLimits(seconds: idleTimeout, requestTimeout, maxPipelined: maxPipelined))
+        configuration.nodeID = nodeId
         let relay: PushRelayServer
         do {
             relay = try PushRelayServer(configuration: configuration, storePath: store)

@@ -167,7 +167,8 @@ struct LoadPushCommand: AsyncParsableCommand {
             failed or pushes were lost or duplicated, 2 the relay could not be reached, 64 bad flags.
             """)
 
-    @Option(help: "Relay URL.") var relay: String
+    @Option(help: "Relay URL. Repeat for several relays (each with its own push-relay --node-id): devices are spread over them and each push goes to the relay that issued its token.")
+    var relay: [String] = []
     @Option(help: "Simulated devices (each one token and one stream).") var devices = 100
     @Option(help: "android (FCM-style messages:send) or ios (APNs-style /3/device).") var platform = "android"
     @Option(help: "Pushes per second.") var rate: Double?
@@ -188,6 +189,7 @@ struct LoadPushCommand: AsyncParsableCommand {
         let options: PushLoadOptions, parsedThresholds: [Threshold]
         do {
             guard devices > 0 else { throw LoadUsageError(flag: "--devices", message: "must be positive") }
+            guard let firstRelay = relay.first else { throw LoadUsageError(flag: "--relay", message: "is required") }
             guard ["android", "ios"].contains(platform) else { throw LoadUsageError(flag: "--platform", message: "must be android or ios") }
             guard rate == nil || ramp == nil else { throw LoadUsageError(flag: "--rate/--ramp", message: "choose one") }
             guard maxInFlight > 0 else { throw LoadUsageError(flag: "--max-in-flight", message: "must be positive") }
@@ -195,9 +197,10 @@ struct LoadPushCommand: AsyncParsableCommand {
             guard schedule.points.contains(where: { $0.rate > 0 }) else { throw LoadUsageError(flag: "--rate", message: "must be positive") }
             parsedThresholds = try thresholds.map { try Threshold(parsing: $0) }
             guard (0...250).contains(sourceAddresses) else { throw LoadUsageError(flag: "--source-addresses", message: "must be 0-250") }
-            var built = PushLoadOptions(relay: relay, devices: devices, platform: platform, rate: schedule,
+            var built = PushLoadOptions(relay: firstRelay, devices: devices, platform: platform, rate: schedule,
                                         duration: try parseDuration(duration, flag: "--duration"), warmup: try parseDuration(warmup, flag: "--warmup"),
-                                        grace: try parseDuration(grace, flag: "--grace"), maxInFlight: maxInFlight)
+                                        grace: try parseDuration(grace, flag: "--grace"), maxInFlight: maxInFlight,
+                                        moreRelays: Array(relay.dropFirst()))
             built.sourceAddresses = (0..<sourceAddresses).map { "127.0.0.\($0 + 2)" }
             built.reconnectJitter = reconnectJitter == "0" ? .zero : try parseDuration(reconnectJitter, flag: "--reconnect-jitter")
             options = built

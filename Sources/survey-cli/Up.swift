@@ -9,14 +9,18 @@ struct Up: AsyncParsableCommand {
         abstract: "Start mock-server and push-relay, print one READY line with both URLs, stop both on SIGTERM/SIGINT.")
 
     @Option(help: "Directory for the SQLite file and the servers' logs.") var dataDir = "./.survey-trio"
-    @Option(help: "SQLite file, or :memory:. Default: mock-server.sqlite in --data-dir.") var database: String?
+    @Option(help: "SQLite file, :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE. Default: mock-server.sqlite in --data-dir.")
+    var database: String?
     @Option(help: "Relay keepalive seconds.") var keepalive = 25.0
     @Option(help: "Stop (and stop both servers) when the process with this pid is gone, e.g. the test runner's.") var parentPid: Int32?
     @Option(help: "Port for mock-server (0: any free port).") var serverPort = 0
-    @Option(help: "Port for push-relay (0: any free port).") var relayPort = 0
+    @Option(help: "Port for push-relay (0: any free port; the first relay's when there are several).") var relayPort = 0
+    @Option(help: "Relays to start, with node ids 0..K-1; the mock server sends each push to the relay that issued its token. The READY line lists them all in push_relays.")
+    var relays = 1
 
     func validate() throws {
         guard (0...65535).contains(serverPort), (0...65535).contains(relayPort) else { throw ValidationError("ports must be 0-65535") }
+        guard (1...64).contains(relays) else { throw ValidationError("--relays must be 1-64") }
     }
 
     func run() async throws {
@@ -26,14 +30,17 @@ struct Up: AsyncParsableCommand {
                                    keepaliveSeconds: keepalive, logDirectory: dir)
         options.serverPort = serverPort
         options.relayPort = relayPort
+        options.relayCount = relays
         let trio = try await Trio.start(options)
         let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
-                             mockServer: trio.server.url, pushRelay: trio.relay.url).line()
+                             mockServer: trio.server.url, pushRelay: trio.relay.url,
+                             pushRelays: relays > 1 ? trio.relays.map(\.url) : nil).line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        let reason = await signals.wait(upTo: nil, parentPID: parentPid, running: { trio.server.isRunning && trio.relay.isRunning })
+        let reason = await signals.wait(upTo: nil, parentPID: parentPid, running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) })
         if reason == .childExited {
-            // Say which one, how it ended and what it said last, then stop the other.
-            for (name, child) in [("mock-server", trio.server), ("push-relay", trio.relay)] where !child.isRunning {
+            // Say which one, how it ended and what it said last, then stop the others.
+            let children = [("mock-server", trio.server)] + trio.relays.enumerated().map { ("push-relay \($0.offset)", $0.element) }
+            for (name, child) in children where !child.isRunning {
                 let tail = child.logs().split(separator: "\n", omittingEmptySubsequences: false).suffix(20).joined(separator: "\n")
                 FileHandle.standardError.write(Data("survey-cli up: \(name) exited with status \(child.terminationStatus); its last log lines:\n\(tail)\n".utf8))
             }

@@ -188,7 +188,8 @@ SCHEDULE = {
 MOCK_SCHEMAS = {
     **COMMON_SCHEMAS,
     "Health": obj({"status": {"const": "ok"}}, ["status"]),
-    "Info": obj({"service": S, "version": S, "pid": I, "url": S, "store": S, "kdf_iterations": I, "relay_url": NULLABLE_S},
+    "Info": obj({"service": S, "version": S, "pid": I, "url": S, "store": S, "kdf_iterations": I, "relay_url": NULLABLE_S,
+                 "relay_urls": arr(S)},
                 ["service", "version", "pid", "url", "store", "kdf_iterations"]),
     "CreateStudy": req({"name": {**NAME, "pattern": "\\S", "description": "not only white space"},
                         "timezone": {"type": "string", "description": "a tz database name (default America/New_York)"},
@@ -406,7 +407,8 @@ def mock_server_document():
 
 RELAY_SCHEMAS = {
     **COMMON_SCHEMAS,
-    "Health": obj({"status": {"const": "ok"}, "version": S}, ["status", "version"]),
+    "Health": obj({"status": {"const": "ok"}, "version": S, "node_id": {"type": "integer", "minimum": 0, "maximum": 4095}},
+                  ["status", "version", "node_id"]),
     "DeviceRequest": req({"platform": {"enum": ["ios", "android"]}, "app_id": {"type": "string", "minLength": 1}},
                          ["platform", "app_id"]),
     "Token": obj({"token": S}, ["token"]),
@@ -477,7 +479,7 @@ def relay_document():
         "/v1/devices/{token}/rotate": {"post": op("Rotates the token (the old one answers 410 from then on)",
                                                   {**ok(ref("Token")), **errors()}, params=[token], tags=["device"])},
         "/v1/devices/{token}": {"delete": op("Uninstall: later sends answer 410", {**empty(), **errors()}, params=[token], tags=["device"])},
-        "/__control/health": {"get": op("Health and version", {**ok(ref("Health")), **errors()}, tags=["control"])},
+        "/__control/health": {"get": op("Health, version and node id (push-relay --node-id)", {**ok(ref("Health")), **errors()}, tags=["control"])},
         "/__control/stats": {"get": op("Counters", {**ok({"type": "object"}), **errors()}, tags=["control"])},
         "/__control/devices/{token}": {
             "get": op("A device's state", {**ok(ref("DeviceView")), **errors()}, params=[token], tags=["control"]),

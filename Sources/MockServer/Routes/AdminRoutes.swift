@@ -48,7 +48,8 @@ struct AdminRoutes: Sendable {
     func info() -> Response {
         JSONResponse.make(AdminWire.Info(
             service: "mock-server", version: MockServer.version, pid: Int(getpid()), url: context.bound.url ?? "",
-            store: context.store.location.kind, kdfIterations: context.configuration.kdfIterations, relayURL: context.configuration.relayURL))
+            store: context.store.location.kind, kdfIterations: context.configuration.kdfIterations, relayURL: context.configuration.relayURL,
+            relayURLs: context.configuration.relayURLs))
     }
 
     // MARK: Studies

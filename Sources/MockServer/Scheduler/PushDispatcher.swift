@@ -16,12 +16,23 @@ struct PushDispatcher: Sendable {
     }
 
     let client: TransportClient
-    let relayURL: String?
+    let relays: RelayRouter
     let fcmProject: String
     let logger: Logger
 
+    init(client: TransportClient, relayURLs: [String], fcmProject: String, logger: Logger) {
+        self.client = client
+        relays = RelayRouter(urls: relayURLs, client: client, logger: logger)
+        self.fcmProject = fcmProject
+        self.logger = logger
+    }
+
     func send(token: String, os: String?, push: SurveyPush, id: String) async -> Outcome {
-        guard let relayURL else { return Outcome(status: "relay_error", relayStatus: nil, reason: "no relay URL configured") }
+        let relayURL: String
+        switch await relays.url(for: token) {
+        case .success(let url): relayURL = url
+        case .failure(let failure): return Outcome(status: "relay_error", relayStatus: nil, reason: failure.description)
+        }
         let data = push.dataFields()
         let request: TransportRequest
         do {

@@ -190,7 +190,7 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                 Task { await RelayHTTPHandler.reply(response, keepAlive: keepAlive, handler: handler, channel: channel) }
                 return
             }
-            write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: Self.healthBody),
+            write(HTTPResponse(status: .ok, headerFields: [.contentType: "application/json"]), ByteBuffer(string: Self.healthBody(node: hub.nodeID)),
                   keepAlive: keepAlive, channel: channel)
             journal.record(method: "GET", path: "/__control/health", status: 200, started: .now)
             return
@@ -276,7 +276,9 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// `GET /__control/health`: the relay's status and version.
-    static let healthBody = #"{"status":"ok","version":"\#(PushRelayServer.version)"}"#
+    static func healthBody(node: Int) -> String {
+        #"{"node_id":\#(node),"status":"ok","version":"\#(PushRelayServer.version)"}"#
+    }
 
     /// The token of `/v1/devices/{token}/stream` (a query string is allowed and ignored), or nil for any other path.
     /// Taken as sent, like the router's path parameters. Compares bytes: it runs for every request on the event loop.

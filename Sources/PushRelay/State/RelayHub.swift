@@ -68,6 +68,8 @@ actor RelayHub {
     private var reorderBuffers: [String: [DeviceState.Outgoing]] = [:]
 
     private let configuration: RelayConfiguration
+    /// `--node-id`: carried by every token this relay issues.
+    nonisolated var nodeID: Int { configuration.nodeID }
     /// `--device-rate` token buckets: tokens left and when they were counted.
     private var buckets: [String: (tokens: Double, at: ContinuousClock.Instant)] = [:]
 
@@ -132,7 +134,7 @@ actor RelayHub {
 
     func register(platform: Platform, appID: String) -> String {
         var token: String
-        repeat { token = TokenFactory.make(platform) } while devices[token] != nil || retired[token] != nil
+        repeat { token = TokenFactory.make(platform, node: configuration.nodeID) } while devices[token] != nil || retired[token] != nil
         devices[token] = DeviceState(token: token, platform: platform, appID: appID, ackBatch: configuration.ackBatch)
         persist([token])
         return token
@@ -459,7 +461,12 @@ actor RelayHub {
 
 /// Device tokens in each platform's shape.
 enum TokenFactory {
-    static func make(_ platform: Platform) -> String {
+    /// A new token of `platform`'s shape carrying relay node id `node` (``RelayNode``).
+    static func make(_ platform: Platform, node: Int = 0) -> String {
+        RelayNode.stamp(random(platform), node: node)
+    }
+
+    private static func random(_ platform: Platform) -> String {
         switch platform {
         case .ios:
             // APNs: 32 bytes as 64 lowercase hex characters.

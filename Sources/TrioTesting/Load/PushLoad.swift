@@ -6,8 +6,19 @@ import Transport
 
 /// How a push load run is driven.
 public struct PushLoadOptions: Sendable {
-    /// The relay's base URL.
-    public var relay: String
+    /// The relays' base URLs: devices are created on them in turn, and each push goes to the relay that issued its
+    /// token (``RelayNode``).
+    public var relays: [String]
+    /// The first relay.
+    public var relay: String { relays[0] }
+    /// Node id → relay URL, learnt from the tokens each relay issued.
+    var nodes: [Int: String] = [:]
+
+    /// The relay that issued `token` (the first relay when the token names no known node).
+    func relay(for token: String) -> String {
+        guard relays.count > 1, let node = RelayNode.node(of: token), let url = nodes[node] else { return relays[0] }
+        return url
+    }
     /// Every option as given, for the report.
     public var recordedOptions: [String: String] = [:]
     /// Simulated devices, each with its own token and event stream.
@@ -33,8 +44,8 @@ public struct PushLoadOptions: Sendable {
 
     public init(relay: String, devices: Int, platform: String = "android", rate: RateSchedule, duration: Duration,
                 warmup: Duration = .zero, grace: Duration = .seconds(5), maxInFlight: Int = 1000, fcmProject: String = "survey-trio",
-                connectConcurrency: Int = 64) {
-        self.relay = relay
+                connectConcurrency: Int = 64, moreRelays: [String] = []) {
+        relays = [relay] + moreRelays
         self.devices = devices
         self.platform = platform
         self.rate = rate
@@ -143,8 +154,9 @@ public enum PushLoad {
         var token: String
     }
 
-    public static func run(_ options: PushLoadOptions, http streams: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
-        guard options.platform == "android" || options.platform == "ios" else {
+    public static func run(_ given: PushLoadOptions, http streams: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+        var setup = given
+        guard setup.platform == "android" || setup.platform == "ios" else {
             throw LoadUsageError(flag: "--platform", message: "must be android or ios")
         }
         let cpuBefore = ProcessCPU.seconds()
@@ -155,8 +167,16 @@ public enum PushLoad {
         let http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
         defer { http.shutdown() }
         // Tokens.
-        progress("creating \(options.devices) \(options.platform) devices on \(options.relay)")
-        let tokens = try await createDevices(options, http: http)
+        progress("creating \(setup.devices) \(setup.platform) devices on \(setup.relays.joined(separator: ", "))")
+        let created = try await createDevices(setup, http: http)
+        let tokens = created.map(\.token)
+        for (token, relay) in created {
+            if let node = RelayNode.node(of: token) { setup.nodes[node] = relay }
+        }
+        if setup.relays.count > 1, Set(setup.nodes.values).count < setup.relays.count {
+            progress("warning: the relays do not all have different node ids (push-relay --node-id); pushes go to the first relay")
+        }
+        let options = setup
         // Streams: every device listens until the run ends.
         let links = PushLinks()
         let listeners = Task { () -> Void in
@@ -226,7 +246,7 @@ public enum PushLoad {
         let h = s.overall
         let finished = s.delivered + s.failed + lost
         var report = LoadReport(
-            scenario: "push(\(options.platform), \(tokens.count) devices)", model: "open", target: options.relay,
+            scenario: "push(\(options.platform), \(tokens.count) devices)", model: "open", target: options.relays.joined(separator: ","),
             totals: .init(started: s.started, succeeded: s.delivered, failed: s.failed + lost, dropped: s.dropped, late: s.late,
                           seconds: elapsed, throughput: Double(s.deliveredInWindow) / elapsed,
                           errorRate: finished == 0 ? 0 : Double(s.failed + lost) / Double(finished),
@@ -245,26 +265,28 @@ public enum PushLoad {
         return report
     }
 
-    /// `POST /v1/devices` for every device, a bounded number at a time.
-    static func createDevices(_ options: PushLoadOptions, http: TransportClient) async throws -> [String] {
+    /// `POST /v1/devices` for every device, a bounded number at a time, spread over the relays in turn; each token
+    /// with the relay that issued it.
+    static func createDevices(_ options: PushLoadOptions, http: TransportClient) async throws -> [(token: String, relay: String)] {
         let body = RelayWire.DeviceRequest(platform: options.platform, appID: "org.beiwe.load")
-        return try await withThrowingTaskGroup(of: [String].self) { group in
+        return try await withThrowingTaskGroup(of: [(token: String, relay: String)].self) { group in
             let workers = max(1, min(options.connectConcurrency, options.devices))
             for worker in 0..<workers {
                 let count = options.devices / workers + (worker < options.devices % workers ? 1 : 0)
                 group.addTask {
-                    var tokens: [String] = []
-                    for _ in 0..<count {
-                        let response = try await http.send(.json(options.relay + "/v1/devices", body: body))
+                    var tokens: [(token: String, relay: String)] = []
+                    for i in 0..<count {
+                        let relay = options.relays[(worker + i * workers) % options.relays.count]
+                        let response = try await http.send(.json(relay + "/v1/devices", body: body))
                         guard response.status == 200 || response.status == 201 else {
                             throw LoadSetupError("the relay answered \(response.status) to POST /v1/devices: \(response.text.prefix(200))")
                         }
-                        tokens.append(try response.decode(RelayWire.TokenResponse.self).token)
+                        tokens.append((try response.decode(RelayWire.TokenResponse.self).token, relay))
                     }
                     return tokens
                 }
             }
-            var all: [String] = []
+            var all: [(token: String, relay: String)] = []
             for try await part in group { all += part }
             return all
         }
@@ -295,7 +317,7 @@ public enum PushLoad {
             }
             first = false
             do {
-                var request = TransportRequest(url: options.relay + "/v1/devices/\(token)/stream")
+                var request = TransportRequest(url: options.relay(for: token) + "/v1/devices/\(token)/stream")
                 request.localAddress = localAddress
                 let stream = try await streams.eventStream(request)
                 guard stream.status == 200 else {
@@ -312,7 +334,7 @@ public enum PushLoad {
                     if let loadID {
                         links.ledger.withLock { $0 }?.received(loadID, at: now)
                     }
-                    _ = try? await http.send(ackRequest(options.relay + "/v1/devices/\(token)/ack", id: messageID))
+                    _ = try? await http.send(ackRequest(options.relay(for: token) + "/v1/devices/\(token)/ack", id: messageID))
                 }
             } catch {
                 if Task.isCancelled { return }
@@ -352,10 +374,10 @@ public enum PushLoad {
     /// The provider request for one push: FCM `messages:send` with the load id in `data`, or an APNs background push.
     static func sendRequest(id: String, token: String, options: PushLoadOptions) -> TransportRequest {
         if options.platform == "android" {
-            return jsonRequest(options.relay + "/v1/projects/\(options.fcmProject)/messages:send",
+            return jsonRequest(options.relay(for: token) + "/v1/projects/\(options.fcmProject)/messages:send",
                                ["message": ["token": .string(token), "data": ["load_id": .string(id)]]])
         }
-        var request = jsonRequest(options.relay + "/3/device/\(token)", ["aps": ["content-available": 1], "load_id": .string(id)])
+        var request = jsonRequest(options.relay(for: token) + "/3/device/\(token)", ["aps": ["content-available": 1], "load_id": .string(id)])
         request.headers.append(("apns-push-type", "background"))
         request.headers.append(("apns-priority", "5"))
         return request
