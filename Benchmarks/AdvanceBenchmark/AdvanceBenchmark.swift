@@ -9,7 +9,10 @@ import TrioTesting
 /// of a study has a weekly survey due in that week, i.e. how fast the scheduler walks due moments and hands the
 /// pushes to the relay. Everything runs on loopback; the run is bounded by the participant count.
 ///
-/// Usage: `advance-benchmark [--participants N] [--days D] [--concurrency C]` (defaults 10000, 7, 64).
+/// Usage: `advance-benchmark [--participants N] [--days D] [--concurrency C] [--database URL] [--instances K]`
+/// (defaults 10000, 7, 64, `:memory:`, 1). With `--database postgres://...` and `--instances K`, K-1 more mock servers
+/// run on the same database, their real-time tickers every 50 ms beside the advance (the count of pushes must still
+/// come out exact).
 /// Build everything in release first (`swift build -c release`): it starts the `mock-server` and `push-relay`
 /// found next to it.
 @main
@@ -26,10 +29,21 @@ struct AdvanceBenchmark {
         let participants = option("--participants", 10_000)
         let days = option("--days", 7)
         let concurrency = option("--concurrency", 64)
+        let instances = option("--instances", 1)
+        let database = args.firstIndex(of: "--database").flatMap { $0 + 1 < args.count ? args[$0 + 1] : nil } ?? ":memory:"
         let say = { (text: String) in FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
 
-        let trio = try await Trio.start(.init(keepaliveSeconds: 25))
+        let trio = try await Trio.start(.init(database: database, keepaliveSeconds: 25, serverArguments: ["--log-level", "warning"]))
+        var others: [ServerProcess] = []
         do {
+            for i in 1..<max(1, instances) {
+                others.append(try await ServerProcess.launch(
+                    executable: try Executables.locate("mock-server"),
+                    arguments: ["--port", "0", "--relay-url", trio.relay.url, "--database", database, "--tick", "0.05", "--log-level", "warning",
+                                "--parent-pid", String(getpid())],
+                    logFile: FileManager.default.temporaryDirectory.appendingPathComponent("advance-benchmark-\(i).log")))
+            }
+            say("store \(database.hasPrefix("postgres") ? "postgres" : database), \(instances) instance(s)")
             say("servers: mock-server \(trio.server.url), push-relay \(trio.relay.url) (binaries in \(Executables.directory().path))")
             let study = try await trio.admin.createStudy(.init(name: "bench", scheduling: "server", clock: .init(frozenAt: "2026-05-03T00:00:00Z")))
             _ = try await trio.admin.createSurvey(study: study.studyID, .init(
@@ -64,12 +78,19 @@ struct AdvanceBenchmark {
             let result = try response.decode(AdminWire.ClockResult.self)
             let sent = result.fired.filter { $0.status == "sent" }.count
             say("advance \(days) days: \(result.fired.count) pushes fired (\(sent) sent) in \(advanceSeconds) s (\(Int(Double(result.fired.count) / advanceSeconds)) pushes/s)")
-            say("RESULT participants=\(participants) days=\(days) fired=\(result.fired.count) sent=\(sent) advance_seconds=\(advanceSeconds)")
+            // Every push the relay accepted, whichever instance sent it.
+            let metrics = try await http.send(TransportRequest(url: trio.relay.url + "/metrics")).text
+            let accepted = metrics.split(separator: "\n").first { $0.hasPrefix("relay_messages_total{event=\"accepted\"} ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
+            say("RESULT participants=\(participants) days=\(days) fired=\(result.fired.count) sent=\(sent) relay_accepted=\(accepted) advance_seconds=\(advanceSeconds)")
+            for other in others { await other.stop() }
             await trio.stop()
+            if accepted != sent { throw BenchError("the relay accepted \(accepted) pushes, the log says \(sent) sent") }
             if days % 7 == 0, sent != participants * days / 7 {
                 throw BenchError("expected \(participants * days / 7) sent pushes, got \(sent)")
             }
         } catch {
+            for other in others { await other.stop() }
             await trio.stop()
             throw error
         }

@@ -407,7 +407,8 @@ def mock_server_document():
 
 RELAY_SCHEMAS = {
     **COMMON_SCHEMAS,
-    "Health": obj({"status": {"const": "ok"}, "version": S, "node_id": {"type": "integer", "minimum": 0, "maximum": 4095}},
+    "Health": obj({"status": {"const": "ok"}, "version": S, "node_id": {"type": "string", "pattern": "^(0|[1-9][0-9]{0,3})$",
+                                                                              "description": "push-relay --node-id (0-4095), as a string"}},
                   ["status", "version", "node_id"]),
     "DeviceRequest": req({"platform": {"enum": ["ios", "android"]}, "app_id": {"type": "string", "minLength": 1}},
                          ["platform", "app_id"]),

@@ -41,7 +41,7 @@ final class RelayRouter: Sendable {
                     var request = TransportRequest(url: url + "/__control/health")
                     request.timeout = .seconds(2)
                     let response = try? await self.client.send(request)
-                    let node = response.flatMap { $0.status == 200 ? try? $0.decode(JSONValue.self) : nil }?["node_id"]?.numberValue.map { Int($0) }
+                    let node = response.flatMap { $0.status == 200 ? try? $0.decode(JSONValue.self) : nil }?["node_id"]?.stringValue.flatMap { Int($0) }
                     return (url, node)
                 }
             }

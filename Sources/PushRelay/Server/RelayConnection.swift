@@ -276,8 +276,9 @@ final class RelayHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     /// `GET /__control/health`: the relay's status and version.
+    /// The node id is a string, as every other member: clients that read the body as a map of strings keep working.
     static func healthBody(node: Int) -> String {
-        #"{"node_id":\#(node),"status":"ok","version":"\#(PushRelayServer.version)"}"#
+        #"{"node_id":"\#(node)","status":"ok","version":"\#(PushRelayServer.version)"}"#
     }
 
     /// The token of `/v1/devices/{token}/stream` (a query string is allowed and ignored), or nil for any other path.
