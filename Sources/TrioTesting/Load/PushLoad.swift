@@ -135,10 +135,9 @@ final class PushLedger: Sendable {
             if now <= windowEnd { s.deliveredInWindow += 1 }
             _ = s.overall.record(micros)
             let key = max(0, second(now))
-            var bucket = s.seconds[key] ?? (HistogramCodec.make(), 0, 0)
-            _ = bucket.histogram.record(micros)
-            bucket.ok += 1
-            s.seconds[key] = bucket
+            // In place: copying the bucket out and back would copy its histogram's counts on every delivery.
+            _ = s.seconds[key, default: (HistogramCodec.make(), 0, 0)].histogram.record(micros)
+            s.seconds[key]!.ok += 1
         }
     }
 }

@@ -100,9 +100,7 @@ final class LoadRecorder: Sendable {
 
     func step(_ name: String, micros: UInt64) {
         state.withLock { s in
-            var h = s.steps[name] ?? HistogramCodec.make()
-            _ = h.record(max(1, micros))
-            s.steps[name] = h
+            _ = s.steps[name, default: HistogramCodec.make()].record(max(1, micros))
         }
     }
 
@@ -115,18 +113,18 @@ final class LoadRecorder: Sendable {
             let value = max(1, micros)
             _ = s.overall.record(value)
             _ = s.interval.record(value)
-            var bucket = s.seconds[completedSecond] ?? (HistogramCodec.make(), 0, 0)
-            _ = bucket.histogram.record(value)
+            // Mutated in place: a copy of the bucket out of the dictionary and back would copy its histogram's
+            // counts (tens of kilobytes) on every completion.
+            _ = s.seconds[completedSecond, default: (HistogramCodec.make(), 0, 0)].histogram.record(value)
             if let error {
                 s.failed += 1
-                bucket.failed += 1
+                s.seconds[completedSecond]!.failed += 1
                 s.errors[error, default: 0] += 1
             } else {
                 s.succeeded += 1
-                bucket.ok += 1
+                s.seconds[completedSecond]!.ok += 1
                 if inWindow { s.completedInWindow += 1 }
             }
-            s.seconds[completedSecond] = bucket
         }
     }
 
