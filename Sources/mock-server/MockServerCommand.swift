@@ -21,7 +21,7 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "Port to bind (0 = any free port).") var port = 0
     @Option(help: "Base URL of a push relay, e.g. http://127.0.0.1:9000. Repeat for several relays: each push goes to the one whose node id (push-relay --node-id) its token carries.")
     var relayURL: [String] = []
-    @Option(help: "SQLite file, :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE (several instances may share one PostgreSQL database). Default: mock-server.sqlite in --data-dir.")
+    @Option(help: "SQLite file, :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=disable|prefer|require&pool_max_conns=N] (several instances may share one PostgreSQL database; 8 connections each by default). Default: mock-server.sqlite in --data-dir.")
     var database: String?
     @Option(help: "Directory for the default database file.") var dataDir = "./.mock-server-data"
     @Option(help: "PBKDF2 iterations for stored passwords.") var kdfIterations = 1000

@@ -229,6 +229,56 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             #expect(await order.names == ["holder", "queued"])
         }
     }
+    @Test(arguments: StoreKind.available) func participantLocksRunSideBySideAndAStudyWalkWaitsForThem(_ kind: StoreKind) async throws {
+        try await Self.withStore(kind) { store in
+            let (entered, enter) = AsyncStream.makeStream(of: String.self)
+            let gates = ["p1", "p2"].map { _ in AsyncStream.makeStream(of: Void.self) }
+            let order = Order()
+            // Two participants of one study hold their locks at once (the study's lock shared).
+            let holders = zip(["p1", "p2"], gates).map { patient, gate in
+                let release = gate.stream
+                return Task {
+                    try await store.withParticipantLock(studyID: "s1", patientID: patient) {
+                        enter.yield(patient)
+                        for await _ in release { break }
+                        await order.append(patient)
+                        return patient
+                    }
+                }
+            }
+            var inside: Set<String> = []
+            for await patient in entered {
+                inside.insert(patient)
+                if inside.count == 2 { break }
+            }
+            #expect(inside == ["p1", "p2"])
+            // A study-wide walk queues behind them.
+            let walk = Task { try await store.withStudyLock("s1", wait: true) { await order.append("walk"); return 1 } }
+            try await Task.sleep(for: .milliseconds(100))
+            if case .postgres(let url) = store.location {
+                // Another instance's ticker waits a moment for the shared holders, then skips the study.
+                let other = try await PostgresStore.open(url, metrics: nil, logger: Logger(label: "store-test"))
+                let skipped: Int? = try await other.withStudyLock("s1", wait: false) { 4 }
+                #expect(skipped == nil)
+                #expect(await order.names.isEmpty)
+                // Holders that finish within the moment let it in: registrations do not starve another's ticker.
+                let late = Task { try await other.withStudyLock("s1", wait: false) { 5 } }
+                try await Task.sleep(for: .milliseconds(200))
+                for gate in gates { gate.continuation.yield() }
+                let ticked: Int? = try await late.value
+                #expect(ticked == 5)
+                await other.close()
+            } else {
+                #expect(await order.names.isEmpty)
+                for gate in gates { gate.continuation.yield() }
+            }
+            for holder in holders { _ = try await holder.value }
+            let walked: Int? = try await walk.value
+            #expect(walked == 1)
+            #expect(await order.names.last == "walk")
+            #expect(Set(await order.names.prefix(2)) == ["p1", "p2"])
+        }
+    }
 }
 
 actor Order {

@@ -108,9 +108,10 @@ final class SchedulerEngine: Sendable {
     }
 
     /// Recomputes a participant's occurrences (after registration or an intervention date).
+    /// Participants of one study are planned side by side (the study's lock held shared), never during a walk.
     func participantChanged(studyID: String, patientID: String) async throws {
-        try await locked(studyID) {
-            guard let study = try await self.store.study(studyID), let participant = try await self.store.participant(patientID) else { return }
+        try await store.withParticipantLock(studyID: studyID, patientID: patientID) {
+            guard let (participant, study) = try await self.store.participantAndStudy(patientID), study.id == studyID else { return }
             let now = self.now(of: study)
             let surveys = try await self.store.allSurveys(studyID: studyID).map(PreparedSurvey.init)
             self.logQuarantined(surveys, studyID: studyID)

@@ -1,28 +1,73 @@
-/// One async mutex per study: scheduling work for a study (ticks, clock moves, survey edits) runs one at a
-/// time, while different studies proceed in parallel.
+/// Async readers–writer locks by key, first come first served: scheduling work for a study (ticks, clock moves,
+/// survey edits) holds its study's key exclusively; planning one participant holds it shared, so registrations in one
+/// study plan side by side, never beside a study-wide walk. A waiting exclusive request stops later shared ones from
+/// overtaking it (a busy study's ticks are not starved by a stream of registrations). Different keys are independent.
 actor StudyLocks {
-    private var held: Set<String> = []
-    private var waiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    private enum Mode { case shared, exclusive }
+
+    private struct Entry {
+        /// Shared holders now (0 when free or held exclusively).
+        var readers = 0
+        var writer = false
+        var queue: [(mode: Mode, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private var entries: [String: Entry] = [:]
+
+    /// The key of a participant's own lock (distinct from every study id).
+    static func participantKey(_ patientID: String) -> String { "participant\u{0}" + patientID }
 
     func lock(_ key: String) async {
-        if !held.contains(key) {
-            held.insert(key)
+        await acquire(key, .exclusive)
+    }
+
+    func lockShared(_ key: String) async {
+        await acquire(key, .shared)
+    }
+
+    private func acquire(_ key: String, _ mode: Mode) async {
+        var entry = entries[key] ?? Entry()
+        let free = mode == .shared ? !entry.writer && entry.queue.isEmpty : !entry.writer && entry.readers == 0 && entry.queue.isEmpty
+        if free {
+            if mode == .shared { entry.readers += 1 } else { entry.writer = true }
+            entries[key] = entry
             return
         }
-        await withCheckedContinuation { waiters[key, default: []].append($0) }
+        await withCheckedContinuation { continuation in
+            entries[key, default: Entry()].queue.append((mode, continuation))
+        }
+        // Ownership was handed over by `release` before resuming.
     }
 
     func unlock(_ key: String) {
-        if var queue = waiters[key], !queue.isEmpty {
-            let next = queue.removeFirst()
-            waiters[key] = queue.isEmpty ? nil : queue
-            next.resume()  // ownership passes to the next waiter
-        } else {
-            held.remove(key)
-        }
+        release(key, .exclusive)
     }
 
-    /// Runs `body` holding the study's lock.
+    func unlockShared(_ key: String) {
+        release(key, .shared)
+    }
+
+    private func release(_ key: String, _ mode: Mode) {
+        guard var entry = entries[key] else { return }
+        if mode == .shared { entry.readers -= 1 } else { entry.writer = false }
+        // Hand over in arrival order: one exclusive waiter once nobody holds the key, or every shared waiter up to the
+        // next exclusive one.
+        var resumed: [CheckedContinuation<Void, Never>] = []
+        while let next = entry.queue.first, !entry.writer {
+            if next.mode == .exclusive {
+                guard entry.readers == 0 else { break }
+                entry.writer = true
+            } else {
+                entry.readers += 1
+            }
+            entry.queue.removeFirst()
+            resumed.append(next.continuation)
+        }
+        entries[key] = entry.readers == 0 && !entry.writer && entry.queue.isEmpty ? nil : entry
+        for continuation in resumed { continuation.resume() }
+    }
+
+    /// Runs `body` holding the key exclusively.
     nonisolated func withLock<T: Sendable>(_ key: String, _ body: @Sendable () async throws -> T) async throws -> T {
         await lock(key)
         do {
@@ -31,6 +76,60 @@ actor StudyLocks {
             return value
         } catch {
             await unlock(key)
+            throw error
+        }
+    }
+
+    /// Runs `body` holding the key shared.
+    nonisolated func withSharedLock<T: Sendable>(_ key: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        await lockShared(key)
+        do {
+            let value = try await body()
+            await unlockShared(key)
+            return value
+        } catch {
+            await unlockShared(key)
+            throw error
+        }
+    }
+}
+
+/// At most `limit` holders at a time, the rest waiting in arrival order.
+actor AsyncPermits {
+    private let limit: Int
+    private var held = 0
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(_ limit: Int) {
+        precondition(limit > 0)
+        self.limit = limit
+    }
+
+    func acquire() async {
+        if held < limit {
+            held += 1
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            held -= 1
+        } else {
+            waiters.removeFirst().resume()  // the permit passes to the next waiter
+        }
+    }
+
+    /// Runs `body` holding a permit.
+    nonisolated func with<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        await acquire()
+        do {
+            let value = try await body()
+            await release()
+            return value
+        } catch {
+            await release()
             throw error
         }
     }

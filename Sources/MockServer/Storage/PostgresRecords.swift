@@ -16,12 +16,17 @@ extension PostgresRandomAccessRow {
 }
 
 extension StudyRecord {
-    init(pg row: PostgresRow) throws {
+    /// The study's columns, each renamed with an `s_` prefix, for joins that read a study beside another table's `*`.
+    static let prefixedColumns = ["id", "name", "timezone", "scheduling", "device_settings", "max_delay_minutes", "per_participant_keys",
+                                  "clock_mode", "frozen_at", "private_key", "created_at"].map { "s.\($0) AS s_\($0)" }.joined(separator: ", ")
+
+    init(pg row: PostgresRow, prefix: String = "") throws {
         let r = row.makeRandomAccess()
-        self.init(id: try r.value("id"), name: try r.value("name"), timezone: try r.value("timezone"), scheduling: try r.value("scheduling"),
-                  deviceSettings: try r.value("device_settings"), maxDelayMinutes: try r.value("max_delay_minutes"),
-                  perParticipantKeys: try r.value("per_participant_keys"), clockMode: try r.value("clock_mode"),
-                  frozenAt: try r.value("frozen_at"), privateKey: try r.data("private_key") ?? Data(), createdAt: try r.value("created_at"))
+        self.init(id: try r.value(prefix + "id"), name: try r.value(prefix + "name"), timezone: try r.value(prefix + "timezone"),
+                  scheduling: try r.value(prefix + "scheduling"), deviceSettings: try r.value(prefix + "device_settings"),
+                  maxDelayMinutes: try r.value(prefix + "max_delay_minutes"), perParticipantKeys: try r.value(prefix + "per_participant_keys"),
+                  clockMode: try r.value(prefix + "clock_mode"), frozenAt: try r.value(prefix + "frozen_at"),
+                  privateKey: try r.data(prefix + "private_key") ?? Data(), createdAt: try r.value(prefix + "created_at"))
     }
 }
 

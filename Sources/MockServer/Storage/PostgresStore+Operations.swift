@@ -9,67 +9,46 @@ extension PostgresStore {
     // MARK: Mobile API
 
     func participantAndStudy(_ patientID: String) async throws -> (ParticipantRecord, StudyRecord)? {
-        guard let p = try await rows("SELECT * FROM participant WHERE patient_id = \(patientID)").first.map(ParticipantRecord.init(pg:)),
-              let s = try await study(p.studyId) else { return nil }
-        return (p, s)
+        try await prepared(ParticipantAndStudyStatement(patientID: patientID)).first
     }
 
     func recordDevice(_ report: DeviceReport, patientID: String) async throws {
         guard report.hasFields || !report.notificationUUIDs.isEmpty else { return }
-        try await transaction { connection in try await self.recordDevice(connection, report, patientID: patientID) }
-    }
-
-    private func recordDevice(_ connection: PostgresConnection, _ report: DeviceReport, patientID: String) async throws {
-        if report.hasFields {
-            try await connection.query("""
+        // One statement (one round trip, its own transaction): absent fields keep their stored value.
+        try await write("""
+            WITH updated AS (
                 UPDATE participant SET version_code = COALESCE(\(report.versionCode), version_code),
                     version_name = COALESCE(\(report.versionName), version_name), os_version = COALESCE(\(report.osVersion), os_version),
                     device_status_report = COALESCE(\(report.deviceStatusReport), device_status_report),
                     reported_timezone = COALESCE(\(report.timezone), reported_timezone), device_id = COALESCE(\(report.deviceID), device_id)
-                WHERE patient_id = \(patientID)
-                """, logger: logger)
-        }
-        if !report.notificationUUIDs.isEmpty {
-            try await connection.query("""
-                INSERT INTO notification_report (patient_id, uuid, at) SELECT \(patientID), u, \(report.at) FROM UNNEST(\(report.notificationUUIDs)::text[]) AS u
-                ON CONFLICT DO NOTHING
-                """, logger: logger)
-        }
+                WHERE patient_id = \(patientID) AND \(report.hasFields)
+            )
+            INSERT INTO notification_report (patient_id, uuid, at)
+            SELECT \(patientID), u, \(report.at) FROM UNNEST(\(report.notificationUUIDs)::text[]) AS u
+            ON CONFLICT DO NOTHING
+            """)
     }
 
     func register(_ r: Registration, report: DeviceReport) async throws -> String? {
-        try await transaction { connection -> String? in
-            if let token = r.pushToken {
-                let holder = try await connection.query(
-                    "SELECT patient_id FROM participant WHERE push_token = \(token) AND patient_id <> \(r.patientID)", logger: self.logger).collect()
-                if !holder.isEmpty { throw StoreError.tokenInUse }
-            }
-            // The first registration fixes the time zone (SET expressions see the row's old values).
-            let updated = try await connection.query("""
-                UPDATE participant SET
-                    timezone = CASE WHEN registered_at IS NULL THEN \(r.timezone) ELSE timezone END,
-                    timezone_fallback = CASE WHEN registered_at IS NULL THEN \(r.timezoneIsFallback) ELSE timezone_fallback END,
-                    registered_at = COALESCE(registered_at, \(r.at)), last_registered_at = \(r.at),
-                    password_record = \(r.passwordRecord), device_id = \(r.deviceID), os = \(r.os), device_info = \(r.deviceInfo),
-                    push_token = \(r.pushToken), token_unregistered_at = NULL, retry_after = NULL, retry_count = 0
-                WHERE patient_id = \(r.patientID)
-                RETURNING timezone
-                """, logger: self.logger).collect()
-            guard let row = updated.first else { return nil }
-            try await self.recordDevice(connection, report, patientID: r.patientID)
-            return try row.decode(String?.self) ?? r.timezone
+        let rows: [String?]
+        do {
+            rows = try await prepared(RegisterStatement(registration: r, report: report))
+            committed()
+        } catch where PostgresStoreError.isUniqueViolation(error) {
+            throw StoreError.tokenInUse
         }
+        guard let zone = rows.first else { return nil }
+        return zone ?? r.timezone
     }
 
     func setPushToken(_ token: String, patientID: String) async throws {
-        try await transaction { connection in
-            let holder = try await connection.query(
-                "SELECT patient_id FROM participant WHERE push_token = \(token) AND patient_id <> \(patientID)", logger: self.logger).collect()
-            if !holder.isEmpty { throw StoreError.tokenInUse }
-            try await connection.query("""
+        do {
+            try await write("""
                 UPDATE participant SET push_token = \(token), token_unregistered_at = NULL, retry_after = NULL, retry_count = 0
                 WHERE patient_id = \(patientID)
-                """, logger: self.logger)
+                """)
+        } catch where PostgresStoreError.isUniqueViolation(error) {
+            throw StoreError.tokenInUse
         }
     }
 
@@ -172,7 +151,7 @@ extension PostgresStore {
     // MARK: Admin API
 
     func study(_ id: String) async throws -> StudyRecord? {
-        try await rows("SELECT * FROM study WHERE id = \(id)").first.map(StudyRecord.init(pg:))
+        try await rows("SELECT * FROM study WHERE id = \(id)").first.map { try StudyRecord(pg: $0) }
     }
 
     func createStudy(_ s: StudyRecord, interventions: [String]) async throws {
@@ -373,6 +352,24 @@ extension PostgresStore {
 
     func applyPlan(_ plan: PlanChanges) async throws {
         guard !plan.isEmpty else { return }
+        if plan.deletes.isEmpty, plan.inserts.count <= Self.chunk, plan.materialized.count <= Self.chunk {
+            // A participant's first plan (a registration): new rows and its horizon in one statement, one round trip.
+            let part = plan.inserts
+            try await write("""
+                WITH inserted AS (
+                    INSERT INTO occurrence (uuid, study_id, survey_id, patient_id, schedule_index, due_at, local_time, status)
+                    SELECT u, st, su, p, i, d, l, 'pending'
+                    FROM UNNEST(\(part.map(\.uuid))::text[], \(part.map(\.studyId))::text[], \(part.map(\.surveyId))::text[],
+                        \(part.map(\.patientId))::text[], \(part.map(\.scheduleIndex))::bigint[], \(part.map(\.dueAt))::float8[],
+                        \(part.map(\.localTime))::text[]) AS t(u, st, su, p, i, d, l)
+                    ON CONFLICT DO NOTHING
+                )
+                UPDATE participant SET materialized_through = t.m
+                FROM UNNEST(\(plan.materialized.map(\.patientID))::text[], \(plan.materialized.map(\.through))::float8[]) AS t(p, m)
+                WHERE participant.patient_id = t.p
+                """)
+            return
+        }
         try await transaction { connection in
             for part in plan.deletes.chunked(Self.chunk) {
                 try await connection.query("DELETE FROM occurrence WHERE uuid = ANY(\(part)::text[]) AND status = 'pending'", logger: self.logger)

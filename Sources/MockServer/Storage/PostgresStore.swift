@@ -13,13 +13,19 @@ import Synchronization
 /// keyed by the study (``withStudyLock(_:wait:_:)``): one instance at a time walks a study's due moments, so each
 /// due occurrence is pushed once across instances. The lock is held on a pooled connection for the work's length;
 /// an instance that dies (even by SIGKILL) closes that connection and PostgreSQL releases the lock at once, so
-/// another instance's next tick sends what the dead one had not recorded as sent.
+/// another instance's next tick sends what the dead one had not recorded as sent. Planning one participant (a
+/// registration in a server-scheduled study) takes the same key shared and the participant's key exclusively
+/// (``withParticipantLock(studyID:patientID:_:)``), so registrations plan side by side on every instance.
+/// The mobile API's hot statements are prepared (``ParticipantAndStudyStatement``, ``RegisterStatement``).
 final class PostgresStore: Store {
     let location: StoreLocation
     let client: PostgresClient
     let logger: Logger
     /// Within this process, one waiter per study asks PostgreSQL (the rest queue here, holding no connection).
     private let locks = StudyLocks()
+    /// Participant locks held at once by this process: each keeps a pooled connection for its advisory locks while
+    /// its work uses others, so they may take at most this many of the pool's connections.
+    private let participantLockPermits: AsyncPermits
     /// Drives the client's connection pool until ``close()``.
     private let runner: Task<Void, Never>
     private let counts = Mutex((writes: 0, commits: 0))
@@ -41,6 +47,7 @@ final class PostgresStore: Store {
 
     private init(_ url: PostgresURL, metrics: ServerMetrics?, logger: Logger) throws {
         location = .postgres(url)
+        participantLockPermits = AsyncPermits(max(1, (url.poolSize - 2) / 2))
         writeCounter = metrics?.registry.makeCounter(name: "postgres_writes_total", help: "Write transactions committed to PostgreSQL")
         self.logger = logger
         let tls: PostgresClient.Configuration.TLS
@@ -52,7 +59,9 @@ final class PostgresStore: Store {
         var configuration = PostgresClient.Configuration(host: url.host, port: url.port, username: url.user, password: url.password,
                                                          database: url.database, tls: tls)
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.maximumConnections = 32
+        // A study lock holds one connection while its work uses others; participant locks take at most
+        // `participantLockPermits` (with their work, the pool less two), so other requests always have connections left.
+        configuration.options.maximumConnections = url.poolSize
         // The pool's own chatter (a lease before `run()` got going) stays out of the server's log; failures reach the
         // caller as errors.
         var background = logger
@@ -80,6 +89,17 @@ final class PostgresStore: Store {
         }
     }
 
+    /// Runs a prepared statement (autocommit) and returns its decoded rows.
+    func prepared<S: PostgresPreparedStatement>(_ statement: S) async throws -> [S.Row] {
+        do {
+            var rows: [S.Row] = []
+            for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        } catch {
+            throw PostgresStoreError.refusal(error)
+        }
+    }
+
     /// Runs `body` in one transaction: committed before this returns, rolled back if it throws.
     func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         let value: T
@@ -101,7 +121,7 @@ final class PostgresStore: Store {
         return result
     }
 
-    private func committed() {
+    func committed() {
         counts.withLock {
             $0.writes += 1
             $0.commits += 1
@@ -144,15 +164,26 @@ final class PostgresStore: Store {
         try await locks.withLock(studyID) { try await self.withAdvisoryLock(studyID, wait: wait, body) }
     }
 
+    /// How long the real-time ticker (`wait: false`) waits for another instance's hold: registrations hold a study's
+    /// lock shared for milliseconds, a clock move holds it exclusively for seconds.
+    static let tickerLockTimeout = "1s"
+
     /// Holds the study's session advisory lock on one pooled connection while `body` runs (its queries use others).
+    /// PostgreSQL queues a waiting exclusive request ahead of later shared ones, so registrations cannot starve it.
     private func withAdvisoryLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T? {
         try await client.withConnection { connection -> T? in
             if wait {
-                try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger)
+                _ = try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger).collect()
             } else {
-                let got = try await connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger)
-                    .collect().first?.decode(Bool.self) ?? false
-                guard got else { return nil }
+                try await connection.query("SELECT set_config('lock_timeout', \(Self.tickerLockTimeout), false)", logger: logger)
+                do {
+                    // A statement's error arrives with its rows: collect them.
+                    _ = try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger).collect()
+                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
+                    try await connection.query("RESET lock_timeout", logger: logger)
+                    return nil  // lock_not_available: another instance is walking the study
+                }
+                try await connection.query("RESET lock_timeout", logger: logger)
             }
             do {
                 let value = try await body()
@@ -160,6 +191,37 @@ final class PostgresStore: Store {
                 return value
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(studyID), 1))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await locks.withSharedLock(studyID) {
+            try await self.locks.withLock(StudyLocks.participantKey(patientID)) {
+                try await self.participantLockPermits.with {
+                    try await self.withSharedAdvisoryLock(studyID: studyID, patientID: patientID, body)
+                }
+            }
+        }
+    }
+
+    /// The study's advisory lock shared and the participant's exclusively, in one round trip each way (always in that
+    /// order, so two holders cannot wait for each other).
+    private func withSharedAdvisoryLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await client.withConnection { connection -> T in
+            _ = try await connection.query("""
+                SELECT pg_advisory_lock_shared(hashtextextended(\(studyID), 1)), pg_advisory_lock(hashtextextended(\(patientID), 2))
+                """, logger: logger).collect()
+            let unlock: PostgresQuery = """
+                SELECT pg_advisory_unlock(hashtextextended(\(patientID), 2)), pg_advisory_unlock_shared(hashtextextended(\(studyID), 1))
+                """
+            do {
+                let value = try await body()
+                try await connection.query(unlock, logger: logger)
+                return value
+            } catch {
+                _ = try? await connection.query(unlock, logger: logger)
                 throw error
             }
         }

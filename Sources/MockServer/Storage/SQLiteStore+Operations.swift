@@ -423,6 +423,10 @@ extension SQLiteStore {
         // One process owns a SQLite file: there is no other instance to skip for.
         try await locks.withLock(studyID, body)
     }
+
+    func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        try await locks.withSharedLock(studyID) { try await self.locks.withLock(StudyLocks.participantKey(patientID), body) }
+    }
 }
 
 extension DueWork {

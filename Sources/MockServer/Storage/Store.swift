@@ -47,8 +47,8 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
 /// (``PostgresStore``, shared by several instances). Both keep the same rules:
 /// - every method that changes data returns only after the change is durable (a 200 means it is on disk);
 /// - every method is all-or-nothing;
-/// - scheduling work for one study runs under ``withStudyLock(_:wait:_:)``, which on PostgreSQL holds across
-///   every instance on the database.
+/// - scheduling work for one study runs under ``withStudyLock(_:wait:_:)`` and planning one participant under
+///   ``withParticipantLock(studyID:patientID:_:)``; on PostgreSQL both hold across every instance on the database.
 protocol Store: Sendable {
     /// Where the data is.
     var location: StoreLocation { get }
@@ -156,10 +156,15 @@ protocol Store: Sendable {
     /// Records what one due moment's pushes did, in one transaction.
     func recordFiring(_ outcomes: [FiringOutcome], at: Double) async throws
 
-    /// Runs `body` holding the study's scheduling lock (across instances where the store is shared). Work in one
-    /// process queues; with `wait: false`, returns nil at once when another instance holds the lock (the real-time
-    /// ticker skips a study another instance is already walking).
+    /// Runs `body` holding the study's scheduling lock exclusively (across instances where the store is shared). Work
+    /// in one process queues; with `wait: false`, returns nil when another instance keeps the lock for longer than a
+    /// moment (the real-time ticker skips a study another instance is walking, yet is not starved by registrations).
     func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T?
+
+    /// Runs `body` holding the study's scheduling lock shared and the participant's exclusively (across instances
+    /// where the store is shared): participants of one study are planned side by side, each by one request at a time,
+    /// and never while a study-wide walk (``withStudyLock(_:wait:_:)``) runs.
+    func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T
 
     /// Writes committed and transactions used since start (the group-commit ratio; equal where there is no batching).
     var writeCounts: (writes: Int, commits: Int) { get }
