@@ -65,6 +65,21 @@ import Testing
     @Test func handlesDatesBeforeTheEpoch() {
         #expect(WireTime.format(Date(timeIntervalSince1970: -1)) == "1969-12-31T23:59:59Z")
     }
+
+    @Test func formatsEveryYearAsPrintfWould() {
+        // 5,000 instants from year 1 to 9999 (a fixed seed), with and without milliseconds, against printf-style text.
+        var generator = SeededGenerator(seed: 0x7715)
+        for _ in 0..<5_000 {
+            let millis = Int64.random(in: -62_135_596_800_000...253_402_300_799_999, using: &generator)
+            let date = Date(timeIntervalSince1970: Double(millis) / 1000)
+            let whole = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+            let seconds = whole >= 0 ? whole / 1000 : (whole - 999) / 1000
+            let (y, mo, d, h, mi, s) = WireTime.civil(seconds)
+            let expected = String(format: "%04d-%02d-%02dT%02d:%02d:%02d", y, mo, d, h, mi, s)
+            #expect(WireTime.format(date) == expected + "Z")
+            #expect(WireTime.format(date, milliseconds: true) == expected + String(format: ".%03d", Int(whole - seconds * 1000)) + "Z")
+        }
+    }
 }
 
 @Suite struct SurveyPushTests {
@@ -139,5 +154,18 @@ import Testing
             #expect(try WireJSON.decode(RelayWire.Message.self, from: message.compactText) == message)
         }
         #expect(JSONValue.string("\u{01}").compactText == "\"\\u0001\"")
+    }
+}
+
+/// SplitMix64: a reproducible source for property tests.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
