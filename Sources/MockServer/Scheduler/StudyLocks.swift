@@ -17,14 +17,6 @@ actor StudyLocks {
     /// The key of a participant's own lock (distinct from every study id).
     static func participantKey(_ patientID: String) -> String { "participant\u{0}" + patientID }
 
-    func lock(_ key: String) async {
-        await acquire(key, .exclusive)
-    }
-
-    func lockShared(_ key: String) async {
-        await acquire(key, .shared)
-    }
-
     private func acquire(_ key: String, _ mode: Mode) async {
         var entry = entries[key] ?? Entry()
         let free = mode == .shared ? !entry.writer && entry.queue.isEmpty : !entry.writer && entry.readers == 0 && entry.queue.isEmpty
@@ -37,14 +29,6 @@ actor StudyLocks {
             entries[key, default: Entry()].queue.append((mode, continuation))
         }
         // Ownership was handed over by `release` before resuming.
-    }
-
-    func unlock(_ key: String) {
-        release(key, .exclusive)
-    }
-
-    func unlockShared(_ key: String) {
-        release(key, .shared)
     }
 
     private func release(_ key: String, _ mode: Mode) {
@@ -69,26 +53,22 @@ actor StudyLocks {
 
     /// Runs `body` holding the key exclusively.
     nonisolated func withLock<T: Sendable>(_ key: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        await lock(key)
-        do {
-            let value = try await body()
-            await unlock(key)
-            return value
-        } catch {
-            await unlock(key)
-            throw error
-        }
+        try await holding(key, .exclusive, body)
     }
 
     /// Runs `body` holding the key shared.
     nonisolated func withSharedLock<T: Sendable>(_ key: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        await lockShared(key)
+        try await holding(key, .shared, body)
+    }
+
+    private nonisolated func holding<T: Sendable>(_ key: String, _ mode: Mode, _ body: @Sendable () async throws -> T) async throws -> T {
+        await acquire(key, mode)
         do {
             let value = try await body()
-            await unlockShared(key)
+            await release(key, mode)
             return value
         } catch {
-            await unlockShared(key)
+            await release(key, mode)
             throw error
         }
     }

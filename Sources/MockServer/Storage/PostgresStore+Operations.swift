@@ -352,46 +352,39 @@ extension PostgresStore {
 
     func applyPlan(_ plan: PlanChanges) async throws {
         guard !plan.isEmpty else { return }
-        if plan.deletes.isEmpty, plan.inserts.count <= Self.chunk, plan.materialized.count <= Self.chunk {
-            // A participant's first plan (a registration): new rows and its horizon in one statement, one round trip.
-            let part = plan.inserts
-            try await write("""
-                WITH inserted AS (
-                    INSERT INTO occurrence (uuid, study_id, survey_id, patient_id, schedule_index, due_at, local_time, status)
-                    SELECT u, st, su, p, i, d, l, 'pending'
-                    FROM UNNEST(\(part.map(\.uuid))::text[], \(part.map(\.studyId))::text[], \(part.map(\.surveyId))::text[],
-                        \(part.map(\.patientId))::text[], \(part.map(\.scheduleIndex))::bigint[], \(part.map(\.dueAt))::float8[],
-                        \(part.map(\.localTime))::text[]) AS t(u, st, su, p, i, d, l)
-                    ON CONFLICT DO NOTHING
-                )
-                UPDATE participant SET materialized_through = t.m
-                FROM UNNEST(\(plan.materialized.map(\.patientID))::text[], \(plan.materialized.map(\.through))::float8[]) AS t(p, m)
-                WHERE participant.patient_id = t.p
-                """)
+        let inserts = plan.inserts.chunked(Self.chunk), horizons = plan.materialized.chunked(Self.chunk)
+        let steps = max(inserts.count, horizons.count)
+        if plan.deletes.isEmpty, steps == 1 {
+            // A participant's first plan (a registration): one statement, so one round trip and its own transaction.
+            try await write(Self.insertAndAdvance(inserts.first ?? [], horizons.first ?? []))
             return
         }
         try await transaction { connection in
             for part in plan.deletes.chunked(Self.chunk) {
                 try await connection.query("DELETE FROM occurrence WHERE uuid = ANY(\(part)::text[]) AND status = 'pending'", logger: self.logger)
             }
-            for part in plan.inserts.chunked(Self.chunk) {
-                try await connection.query("""
-                    INSERT INTO occurrence (uuid, study_id, survey_id, patient_id, schedule_index, due_at, local_time, status)
-                    SELECT u, st, su, p, i, d, l, 'pending'
-                    FROM UNNEST(\(part.map(\.uuid))::text[], \(part.map(\.studyId))::text[], \(part.map(\.surveyId))::text[],
-                        \(part.map(\.patientId))::text[], \(part.map(\.scheduleIndex))::bigint[], \(part.map(\.dueAt))::float8[],
-                        \(part.map(\.localTime))::text[]) AS t(u, st, su, p, i, d, l)
-                    ON CONFLICT DO NOTHING
-                    """, logger: self.logger)
-            }
-            for part in plan.materialized.chunked(Self.chunk) {
-                try await connection.query("""
-                    UPDATE participant SET materialized_through = t.m
-                    FROM UNNEST(\(part.map(\.patientID))::text[], \(part.map(\.through))::float8[]) AS t(p, m)
-                    WHERE participant.patient_id = t.p
-                    """, logger: self.logger)
+            for step in 0..<steps {
+                try await connection.query(Self.insertAndAdvance(step < inserts.count ? inserts[step] : [],
+                                                                 step < horizons.count ? horizons[step] : []), logger: self.logger)
             }
         }
+    }
+
+    /// New occurrence rows (an existing uuid is kept) and participants' new horizons, in one statement.
+    private static func insertAndAdvance(_ part: [OccurrenceRecord], _ horizons: [(patientID: String, through: Double)]) -> PostgresQuery {
+        """
+        WITH inserted AS (
+            INSERT INTO occurrence (uuid, study_id, survey_id, patient_id, schedule_index, due_at, local_time, status)
+            SELECT u, st, su, p, i, d, l, 'pending'
+            FROM UNNEST(\(part.map(\.uuid))::text[], \(part.map(\.studyId))::text[], \(part.map(\.surveyId))::text[],
+                \(part.map(\.patientId))::text[], \(part.map(\.scheduleIndex))::bigint[], \(part.map(\.dueAt))::float8[],
+                \(part.map(\.localTime))::text[]) AS t(u, st, su, p, i, d, l)
+            ON CONFLICT DO NOTHING
+        )
+        UPDATE participant SET materialized_through = t.m
+        FROM UNNEST(\(horizons.map(\.patientID))::text[], \(horizons.map(\.through))::float8[]) AS t(p, m)
+        WHERE participant.patient_id = t.p
+        """
     }
 
     func dueMoments(studyID: String, after: Double, through: Double) async throws -> [Double] {
