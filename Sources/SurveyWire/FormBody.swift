@@ -14,9 +14,11 @@ public struct FormBody: Sendable, Equatable {
 
     /// A body with more fields than allowed.
     public struct TooManyFields: Error, Sendable, Equatable {
+        /// The limit that was passed.
         public var limit: Int
     }
 
+    /// Forms are equal when they hold the same fields in the same order.
     public static func == (a: FormBody, b: FormBody) -> Bool {
         a.fields.map(\.name) == b.fields.map(\.name) && a.fields.map(\.value) == b.fields.map(\.value)
     }

@@ -10,6 +10,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// Decodes any JSON value.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
@@ -21,6 +22,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         else { throw DecodingError.dataCorruptedError(in: c, debugDescription: "not a JSON value") }
     }
 
+    /// Encodes the value as the JSON it holds.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
@@ -51,14 +53,21 @@ public enum JSONValue: Sendable, Hashable, Codable {
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral, ExpressibleByFloatLiteral
 {
+    /// A JSON string.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// A JSON number.
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    /// A JSON number.
     public init(floatLiteral value: Double) { self = .number(value) }
+    /// `true` or `false`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// A JSON array.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A JSON object (a later duplicate key wins).
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
+    /// JSON `null`.
     public init(nilLiteral: ()) { self = .null }
 }
 

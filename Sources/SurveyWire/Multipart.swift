@@ -8,11 +8,16 @@ import Darwin
 public struct MultipartForm: Sendable {
     /// One part: its form name, optional file name and bytes.
     public struct Part: Sendable, Equatable {
+        /// The part's form field name.
         public var name: String
+        /// The part's file name, for a file part.
         public var filename: String?
+        /// The part's `Content-Type`, when given.
         public var contentType: String?
+        /// The part's bytes.
         public var body: [UInt8]
 
+        /// Creates the value from its fields.
         public init(name: String, filename: String? = nil, contentType: String? = nil, body: [UInt8]) {
             self.name = name
             self.filename = filename
@@ -24,10 +29,12 @@ public struct MultipartForm: Sendable {
     /// The parts in order.
     public var parts: [Part]
 
+    /// Creates the value from its fields.
     public init(parts: [Part]) { self.parts = parts }
 
     /// An error parsing a multipart body.
     public struct ParseError: Error, Sendable, Equatable {
+        /// What is wrong with the body.
         public var message: String
     }
 

@@ -1,17 +1,22 @@
 /// The one line a server prints to stdout when it accepts connections (PROTOCOL.md §6):
 /// `READY {"service": "mock-server", "url": "http://127.0.0.1:PORT", "pid": N}`.
 public struct ReadyLine: Codable, Sendable, Equatable {
+    /// `mock-server`, `push-relay` or `survey-cli`.
     public var service: String
+    /// The bound base URL, such as `http://127.0.0.1:PORT`.
     public var url: String
+    /// The process id.
     public var pid: Int
     /// Extra URLs (used by `survey-cli up`, which reports both servers).
     public var mockServer: String?
+    /// The relay's URL (`survey-cli up`).
     public var pushRelay: String?
     /// Every relay when `survey-cli up --relays K` started several (the first is `push_relay`).
     public var pushRelays: [String]?
 
     enum CodingKeys: String, CodingKey { case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays" }
 
+    /// Creates the value from its fields.
     public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil, pushRelays: [String]? = nil) {
         self.pushRelays = pushRelays
         self.service = service

@@ -4,8 +4,10 @@ public enum RelayWire {
     public struct DeviceRequest: Codable, Sendable, Equatable {
         /// `ios` or `android`.
         public var platform: String
+        /// The application id the token is issued for (APNs topic, FCM package).
         public var appID: String
         enum CodingKeys: String, CodingKey { case platform, appID = "app_id" }
+        /// Creates the value from its fields.
         public init(platform: String, appID: String) {
             self.platform = platform
             self.appID = appID
@@ -14,29 +16,38 @@ public enum RelayWire {
 
     /// `{"token"}`, answered by device creation and rotation.
     public struct TokenResponse: Codable, Sendable, Equatable {
+        /// The device's push token (iOS: 64 hex characters; Android: an FCM-shaped registration token).
         public var token: String
+        /// Creates the value from its fields.
         public init(token: String) { self.token = token }
     }
 
     /// `POST /v1/devices/{token}/ack` body.
     public struct AckRequest: Codable, Sendable, Equatable {
+        /// Ids of the messages the device received; an acked message is never sent again.
         public var ids: [String]
+        /// Creates the value from its fields.
         public init(ids: [String]) { self.ids = ids }
     }
 
     /// The `data` of a stream `push` event, and a pending entry in the control view.
     public struct Message: Codable, Sendable, Equatable {
+        /// The message id (APNs `apns-id`, or the last part of FCM's `name`), which the device acks.
         public var id: String
         /// The provider body (APNs) or the FCM `data` object.
         public var payload: JSONValue
+        /// APNs priority (10, 5 or 1), or 10/5 for FCM `high`/`normal`.
         public var priority: Int?
+        /// `apns-collapse-id` or FCM `collapse_key`: a newer pending message with the same key replaces it.
         public var collapseID: String?
+        /// `apns-push-type` (`alert` or `background`), when given.
         public var pushType: String?
         /// Milliseconds since the epoch when the relay accepted the message.
         public var sentAt: Int64
         enum CodingKeys: String, CodingKey {
             case id, payload, priority, collapseID = "collapse_id", pushType = "push_type", sentAt = "sent_at"
         }
+        /// Creates the value from its fields.
         public init(id: String, payload: JSONValue, priority: Int?, collapseID: String?, pushType: String?, sentAt: Int64) {
             self.id = id
             self.payload = payload
@@ -59,8 +70,11 @@ public enum RelayWire {
 
     /// APNs error body: `{"reason"}` plus `timestamp` (ms) for 410.
     public struct APNsError: Codable, Sendable, Equatable {
+        /// APNs' reason, such as `BadDeviceToken` or `Unregistered`.
         public var reason: String
+        /// With `Unregistered`: when the token stopped being valid, in milliseconds since the epoch.
         public var timestamp: Int64?
+        /// Creates the value from its fields.
         public init(reason: String, timestamp: Int64? = nil) {
             self.reason = reason
             self.timestamp = timestamp
@@ -69,30 +83,45 @@ public enum RelayWire {
 
     /// FCM v1 `messages:send` body.
     public struct FCMSendRequest: Codable, Sendable, Equatable {
+        /// FCM's `message`.
         public struct Message: Codable, Sendable, Equatable {
+            /// FCM's `notification`.
             public struct Notification: Codable, Sendable, Equatable {
+                /// The notification's title.
                 public var title: String?
+                /// The notification's text.
                 public var body: String?
+                /// Creates the value from its fields.
                 public init(title: String?, body: String?) {
                     self.title = title
                     self.body = body
                 }
             }
+            /// FCM's `android` options.
             public struct Android: Codable, Sendable, Equatable {
+                /// How long FCM keeps an undelivered message, such as `3600s`.
                 public var ttl: String?
+                /// A newer pending message with the same key replaces it.
                 public var collapseKey: String?
+                /// `high` or `normal`.
                 public var priority: String?
                 enum CodingKeys: String, CodingKey { case ttl, collapseKey = "collapse_key", priority }
+                /// Creates the value from its fields.
                 public init(ttl: String? = nil, collapseKey: String? = nil, priority: String? = nil) {
                     self.ttl = ttl
                     self.collapseKey = collapseKey
                     self.priority = priority
                 }
             }
+            /// The device's registration token.
             public var token: String?
+            /// String key-value pairs delivered to the app.
             public var data: [String: String]?
+            /// A notification for the system to show, if any.
             public var notification: Notification?
+            /// Android-specific options.
             public var android: Android?
+            /// Creates the value from its fields.
             public init(token: String?, data: [String: String]?, notification: Notification? = nil, android: Android? = nil) {
                 self.token = token
                 self.data = data
@@ -100,34 +129,49 @@ public enum RelayWire {
                 self.android = android
             }
         }
+        /// The message to send.
         public var message: Message
+        /// Creates the value from its fields.
         public init(message: Message) { self.message = message }
     }
 
     /// FCM v1 success body.
     public struct FCMSendResponse: Codable, Sendable, Equatable {
+        /// `projects/{project}/messages/{id}`.
         public var name: String
+        /// Creates the value from its fields.
         public init(name: String) { self.name = name }
     }
 
     /// FCM v1 error body.
     public struct FCMError: Codable, Sendable, Equatable {
+        /// One entry of `details`.
         public struct Detail: Codable, Sendable, Equatable {
+            /// `type.googleapis.com/google.firebase.fcm.v1.FcmError`.
             public var type: String?
+            /// FCM's error code, such as `UNREGISTERED` or `QUOTA_EXCEEDED`.
             public var errorCode: String
             enum CodingKeys: String, CodingKey { case type = "@type", errorCode }
+            /// Creates the value from its fields.
             public init(errorCode: String) {
                 self.type = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
                 self.errorCode = errorCode
             }
         }
+        /// FCM's `error` object.
         public struct Body: Codable, Sendable, Equatable {
+            /// The HTTP status.
             public var code: Int
+            /// A readable message.
             public var message: String
+            /// The gRPC-style status, such as `NOT_FOUND` or `INVALID_ARGUMENT`.
             public var status: String
+            /// FCM's error details.
             public var details: [Detail]
         }
+        /// The error.
         public var error: Body
+        /// Creates the value from its fields.
         public init(code: Int, message: String, status: String, errorCode: String) {
             error = Body(code: code, message: message, status: status, details: [Detail(errorCode: errorCode)])
         }
@@ -135,20 +179,28 @@ public enum RelayWire {
 
     /// `GET /__control/devices/{token}`.
     public struct DeviceView: Codable, Sendable, Equatable {
+        /// The device's token.
         public var token: String
+        /// `ios` or `android`.
         public var platform: String
+        /// The application id the token was issued for.
         public var appID: String
+        /// Whether an event stream is open now.
         public var connected: Bool
+        /// False after the device was made unreachable (`POST /__control/devices/{token}/unreachable`).
         public var reachable: Bool
         /// Messages not yet acked (stored, or delivered and awaiting an ack), oldest first.
         public var pending: [Message]
+        /// Messages written to the device's streams so far.
         public var delivered: Int
+        /// Messages the device acked so far.
         public var acked: Int
         /// Event streams opened for this token so far (a client that keeps reconnecting shows here).
         public var streamsOpened: Int?
         enum CodingKeys: String, CodingKey {
             case token, platform, appID = "app_id", connected, reachable, pending, delivered, acked, streamsOpened = "streams_opened"
         }
+        /// Creates the value from its fields.
         public init(token: String, platform: String, appID: String, connected: Bool, reachable: Bool,
                     pending: [Message], delivered: Int, acked: Int, streamsOpened: Int? = nil) {
             self.streamsOpened = streamsOpened
@@ -170,18 +222,23 @@ extension RelayWire {
     /// own), and `{}` clears them. Random choices come from a generator seeded with `seed`, so the same run of events
     /// gets the same faults.
     public struct Faults: Codable, Sendable, Equatable {
+        /// `{"min", "max"}` in milliseconds.
         public typealias Range = MillisecondRange
 
+        /// A provider outage: `status` answered for `seconds`.
         public struct Outage: Codable, Sendable, Equatable {
             /// What the provider APIs answer meanwhile (default 503).
             public var status: Int?
+            /// How long the outage lasts, in seconds of relay time.
             public var seconds: Double
+            /// Creates the value from its fields.
             public init(status: Int? = nil, seconds: Double) {
                 self.status = status
                 self.seconds = seconds
             }
         }
 
+        /// Seed of the random choices (drops, duplicates, delays, reordering).
         public var seed: UInt64?
         /// Only this device; nil = the global faults.
         public var token: String?
@@ -208,9 +265,11 @@ extension RelayWire {
             case reorderWindow = "reorder_window", outage, blackhole, zombie, closeAll = "close_all"
         }
 
+        /// The JSON keys the body may have (anything else is refused).
         public static let allowedKeys: Set<String> = ["seed", "token", "drop_rate", "duplicate_rate", "delay_ms", "reorder_window",
                                                       "outage", "blackhole", "zombie", "close_all"]
 
+        /// Creates the value from its fields.
         public init(seed: UInt64? = nil, token: String? = nil, dropRate: Double? = nil, duplicateRate: Double? = nil, delayMs: Range? = nil,
                     reorderWindow: Int? = nil, outage: Outage? = nil, blackhole: Bool? = nil, zombie: Bool? = nil, closeAll: Bool? = nil) {
             self.seed = seed

@@ -6,6 +6,7 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     /// A generator whose sequence is fixed by `seed`.
     public init(seed: UInt64) { state = seed }
 
+    /// The next 64 random bits.
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
@@ -23,8 +24,11 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
 
 /// A `{"min", "max"}` range of milliseconds, as the fault APIs of both servers take it (`delay_ms`).
 public struct MillisecondRange: Codable, Sendable, Equatable {
+    /// The shortest wait, in milliseconds.
     public var min: Int
+    /// The longest wait, in milliseconds (at least `min`).
     public var max: Int
+    /// Creates the value from its fields.
     public init(min: Int, max: Int) {
         self.min = min
         self.max = max

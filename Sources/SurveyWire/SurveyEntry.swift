@@ -4,6 +4,7 @@
 public struct SurveyEntry: Codable, Sendable, Equatable {
     /// 24-hex survey id (Beiwe's Mongo-era `_id`).
     public var id: String
+    /// The survey's display name.
     public var name: String
     /// `tracking_survey` or `audio_survey`.
     public var surveyType: String
@@ -18,6 +19,7 @@ public struct SurveyEntry: Codable, Sendable, Equatable {
         case id = "_id", name, surveyType = "survey_type", content, settings, timings
     }
 
+    /// Creates the value from its fields.
     public init(id: String, name: String, surveyType: String, content: [JSONValue], settings: JSONValue, timings: [[Int]]? = nil) {
         self.id = id
         self.name = name
@@ -33,11 +35,15 @@ public struct SurveyEntry: Codable, Sendable, Equatable {
 
 /// A participant's answer to one question, as written to the answers CSV and shown by the admin API.
 public struct SurveyAnswer: Codable, Sendable, Equatable {
+    /// The question's id.
     public var questionID: String
+    /// Beiwe's question type (such as `radio_button` or `free_response`).
     public var questionType: String
+    /// The question as shown.
     public var questionText: String
     /// Beiwe's `question answer options` column (e.g. `[Yes; No]`); empty when none.
     public var answerOptions: String
+    /// The answer given, as the device wrote it.
     public var answer: String
 
     enum CodingKeys: String, CodingKey {
@@ -45,6 +51,7 @@ public struct SurveyAnswer: Codable, Sendable, Equatable {
         case answerOptions = "answer_options", answer
     }
 
+    /// Creates the value from its fields.
     public init(questionID: String, questionType: String, questionText: String, answerOptions: String = "", answer: String) {
         self.questionID = questionID
         self.questionType = questionType
@@ -90,12 +97,16 @@ public enum SurveyAnswersCSV {
 
 /// A malformed wire document, with a stable code.
 public struct WireFormatError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Stable snake_case code.
     public var code: String
+    /// Human-readable explanation.
     public var message: String
+    /// Creates the value from its fields.
     public init(code: String, message: String) {
         self.code = code
         self.message = message
     }
+    /// `code: message`.
     public var description: String { "\(code): \(message)" }
 }
 

@@ -9,6 +9,7 @@ public struct SurveyPush: Sendable, Equatable {
     /// Schedule uuids per survey id.
     public var surveyUUIDs: [String: [String]]
 
+    /// Creates the push's fields.
     public init(surveyIDs: [String], sentTime: String, nonce: String, surveyUUIDs: [String: [String]]) {
         self.surveyIDs = surveyIDs
         self.sentTime = sentTime

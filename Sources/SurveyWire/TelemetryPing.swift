@@ -1,11 +1,17 @@
 /// A telemetry ping (PROTOCOL.md §1.5), Glean-shaped.
 public struct TelemetryPing: Codable, Sendable, Equatable {
+    /// `ping_info`: the ping's sequence number and collection window.
     public struct PingInfo: Codable, Sendable, Equatable {
+        /// The ping's sequence number for its name, counting from 0 per client.
         public var seq: Int
+        /// When the ping's collection window began (ISO 8601 with offset).
         public var startTime: String
+        /// When the ping was assembled.
         public var endTime: String
+        /// Why the ping was sent, if given (such as `active` or `inactive`).
         public var reason: String?
         enum CodingKeys: String, CodingKey { case seq, startTime = "start_time", endTime = "end_time", reason }
+        /// Creates the value from its fields.
         public init(seq: Int, startTime: String, endTime: String, reason: String?) {
             self.seq = seq
             self.startTime = startTime
@@ -14,18 +20,27 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         }
     }
 
+    /// `client_info`: who sent the ping.
     public struct ClientInfo: Codable, Sendable, Equatable {
+        /// The client's stable id (a UUID).
         public var clientID: String
+        /// The application's build identifier.
         public var appBuild: String
+        /// The application's user-visible version.
         public var appDisplayVersion: String
+        /// The operating system's name.
         public var os: String
+        /// The operating system's version.
         public var osVersion: String
+        /// The client's locale, such as `en-US`.
         public var locale: String
+        /// The telemetry SDK's version.
         public var telemetrySDKBuild: String
         enum CodingKeys: String, CodingKey {
             case clientID = "client_id", appBuild = "app_build", appDisplayVersion = "app_display_version", os
             case osVersion = "os_version", locale, telemetrySDKBuild = "telemetry_sdk_build"
         }
+        /// Creates the value from its fields.
         public init(clientID: String, appBuild: String, appDisplayVersion: String, os: String, osVersion: String,
                     locale: String, telemetrySDKBuild: String) {
             self.clientID = clientID
@@ -38,12 +53,17 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         }
     }
 
+    /// One recorded event.
     public struct Event: Codable, Sendable, Equatable {
         /// Milliseconds since the ping's start.
         public var timestamp: Int64
+        /// The event's category.
         public var category: String
+        /// The event's name within its category.
         public var name: String
+        /// String extras, if any.
         public var extra: [String: String]?
+        /// Creates the value from its fields.
         public init(timestamp: Int64, category: String, name: String, extra: [String: String]? = nil) {
             self.timestamp = timestamp
             self.category = category
@@ -52,13 +72,18 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         }
     }
 
+    /// Sequence and collection window.
     public var pingInfo: PingInfo
+    /// Who sent the ping.
     public var clientInfo: ClientInfo
+    /// The recorded events, oldest first.
     public var events: [Event]
+    /// Metrics by type and name, as Glean nests them, if any.
     public var metrics: JSONValue?
 
     enum CodingKeys: String, CodingKey { case pingInfo = "ping_info", clientInfo = "client_info", events, metrics }
 
+    /// Creates the value from its fields.
     public init(pingInfo: PingInfo, clientInfo: ClientInfo, events: [Event], metrics: JSONValue? = nil) {
         self.pingInfo = pingInfo
         self.clientInfo = clientInfo

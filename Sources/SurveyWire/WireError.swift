@@ -9,6 +9,7 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         /// The request field the error is about, when there is one.
         public var field: String?
 
+        /// An error with its code, explanation and, when there is one, the field at fault.
         public init(code: String, message: String, field: String? = nil) {
             self.code = code
             self.message = message
@@ -16,8 +17,10 @@ public struct ErrorBody: Codable, Sendable, Equatable {
         }
     }
 
+    /// The error itself.
     public var error: Detail
 
+    /// An error with its code, explanation and, when there is one, the field at fault.
     public init(code: String, message: String, field: String? = nil) {
         error = Detail(code: code, message: message, field: field)
     }

@@ -9,14 +9,17 @@ public struct WireRangeError: Error, Sendable, Equatable, CustomStringConvertibl
     public var code: String
     /// The field at fault, as a dotted path (`ping_info.seq`).
     public var field: String
+    /// Human-readable explanation.
     public var message: String
 
+    /// Creates the value from its fields.
     public init(code: String = "out_of_range", field: String, message: String) {
         self.code = code
         self.field = field
         self.message = message
     }
 
+    /// `code (field): message`.
     public var description: String { "\(code) (\(field)): \(message)" }
 
     /// Throws `out_of_range` unless `value` lies in `range`.
@@ -67,10 +70,12 @@ public enum WireLimits {
     public static let pingEvents = 10_000
     /// A survey's questions and schedule entries.
     public static let surveyQuestions = 1_000
+    /// Schedule entries in one survey.
     public static let surveySchedules = 1_000
 }
 
 extension AdminWire.CreateStudy: RangeChecked {
+    /// Throws the first field outside its range.
     public func checkRanges() throws(WireRangeError) {
         try WireRangeError.check(name, maxLength: WireLimits.nameLength, "name")
         if let minutes = maxDelayMinutes { try WireRangeError.check(minutes, in: WireLimits.maxDelayMinutes, "max_delay_minutes") }
@@ -82,6 +87,7 @@ extension AdminWire.CreateStudy: RangeChecked {
 }
 
 extension AdminWire.CreateParticipants: RangeChecked {
+    /// Throws the first field outside its range.
     public func checkRanges() throws(WireRangeError) {
         if let count { try WireRangeError.check(count, in: WireLimits.participantsPerRequest, "count") }
         if let patientID { try WireRangeError.check(patientID, maxLength: 32, "patient_id") }
@@ -90,6 +96,7 @@ extension AdminWire.CreateParticipants: RangeChecked {
 }
 
 extension AdminWire.CreateSurvey: RangeChecked {
+    /// Throws the first field outside its range.
     public func checkRanges() throws(WireRangeError) {
         try WireRangeError.check(name, maxLength: WireLimits.nameLength, "name")
         try WireRangeError.check(content.count, in: 0...WireLimits.surveyQuestions, "content")
@@ -99,6 +106,7 @@ extension AdminWire.CreateSurvey: RangeChecked {
 }
 
 extension AdminWire.ClockRequest: RangeChecked {
+    /// Throws the first field outside its range.
     public func checkRanges() throws(WireRangeError) {
         if let advanceSeconds { try WireRangeError.check(advanceSeconds, in: WireLimits.clockMoveSeconds, "advance_seconds") }
         if let freezeAt, let at = WireTime.parse(freezeAt) { try WireTime.checkYear(at, "freeze_at") }
@@ -106,6 +114,7 @@ extension AdminWire.ClockRequest: RangeChecked {
 }
 
 extension AdminWire.Intervention: RangeChecked {
+    /// Throws the first field outside its range.
     public func checkRanges() throws(WireRangeError) {
         try WireRangeError.check(name, maxLength: WireLimits.nameLength, "name")
         if let date = LocalDate(date) { try WireRangeError.check(date.year, in: WireLimits.years, "date") }
@@ -113,6 +122,7 @@ extension AdminWire.Intervention: RangeChecked {
 }
 
 extension TelemetryPing: RangeChecked {
+    /// Throws the first field outside its range.
     public func checkRanges() throws(WireRangeError) {
         try WireRangeError.check(pingInfo.seq, in: WireLimits.pingSeq, "ping_info.seq")
         try WireRangeError.check(events.count, in: 0...WireLimits.pingEvents, "events")
