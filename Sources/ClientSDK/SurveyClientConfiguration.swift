@@ -18,11 +18,13 @@ public struct SurveyClientConfiguration: Sendable {
     public var pushSource: PushSource
     /// Directory where the client keeps its state, stored surveys and outboxes. Created if missing.
     public var storageDirectory: URL
+    /// The participant id the study gave the participant.
     public var patientID: String
     /// The temporary password the study gave the participant (plaintext; only its hash is sent).
     public var temporaryPassword: String
     /// The participant's new password, sent once at registration as Beiwe does. Defaults to the temporary one.
     public var newPassword: String?
+    /// The platform the client presents as (`ios` or `android`): the mobile API's paths, its relay token's shape.
     public var platform: Platform
     /// App id used for the relay token and the telemetry path.
     public var appID: String
@@ -55,6 +57,8 @@ public struct SurveyClientConfiguration: Sendable {
     /// (an app that never reads them loses those, not its memory). At least 1.
     public var eventBufferLimit: Int = SurveyClient.eventBufferLimit
 
+    /// A configuration for one participant's device: the study server, where pushes come from (`relayURL`, nil for
+    /// none), where the client keeps its files, and the credentials the study handed out; the rest has defaults.
     public init(serverURL: String, relayURL: String?, storageDirectory: URL, patientID: String, temporaryPassword: String,
                 newPassword: String? = nil, platform: Platform = .android, appID: String = "survey-sdk",
                 timeZone: String = TimeZone.current.identifier, deviceID: String? = nil, telemetryBatchSize: Int = 500,
@@ -114,23 +118,29 @@ public struct SurveyClientError: Error, Sendable, Equatable, CustomStringConvert
     /// `registration_failed`, `push_token_required`, `invalid_credentials`, `transport`, `survey_not_found`,
     /// `upload_rejected`, `bad_push`, `not_registered`, `storage`, ...
     public var code: String
+    /// Human-readable explanation.
     public var message: String
     /// HTTP status, when a server answered.
     public var status: Int?
 
+    /// An error with its code, explanation and, when a server answered, the HTTP status.
     public init(code: String, message: String, status: Int? = nil) {
         self.code = code
         self.message = message
         self.status = status
     }
 
+    /// `code (status): message`.
     public var description: String { "\(code)\(status.map { " (\($0))" } ?? ""): \(message)" }
 }
 
 /// A snapshot of a client's storage.
 public struct SurveyClientStatus: Sendable, Codable, Equatable {
+    /// Whether the device has registered with the study server.
     public var registered: Bool
+    /// The study the participant belongs to, once registered.
     public var studyID: String?
+    /// The push token the server knows, if any.
     public var pushToken: String?
     /// Surveys stored and not yet submitted, oldest first.
     public var pendingSurveys: [String]

@@ -14,7 +14,7 @@ public enum JournalWire {
         public var durationMs: Double
         /// The participant (mock server) or device token (relay) the request concerned, when it names one.
         public var participant: String?
-        /// The device token the request named (relay), if any.
+        /// The device token the request named, if any.
         public var token: String?
 
         enum CodingKeys: String, CodingKey {

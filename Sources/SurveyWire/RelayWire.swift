@@ -187,7 +187,7 @@ public enum RelayWire {
         public var appID: String
         /// Whether an event stream is open now.
         public var connected: Bool
-        /// False after the device was made unreachable (`POST /__control/devices/{token}/unreachable`).
+        /// False after the device was made unreachable (`PUT /__control/devices/{token}` with `{"reachable": false}`).
         public var reachable: Bool
         /// Messages not yet acked (stored, or delivered and awaiting an ack), oldest first.
         public var pending: [Message]

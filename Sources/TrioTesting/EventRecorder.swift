@@ -23,6 +23,7 @@ public actor EventRecorder {
 
     /// A timeout waiting for an event.
     public struct Timeout: Error, CustomStringConvertible {
+        /// What was awaited, and for how long.
         public var description: String
     }
 

@@ -9,14 +9,21 @@ public struct PushTrace: Codable, Sendable {
     /// One step, in order: `scheduled`, `sent`, `accepted`, `stored`, `delivered`, `acked`, `fetched`, `answered`,
     /// `uploaded`, `decrypted`.
     public struct Step: Codable, Sendable, Equatable {
+        /// The step's name.
         public var step: String
+        /// When it happened (RFC 3339), by the clock of the process that saw it.
         public var at: String
+        /// Which process saw it: `mock-server`, `push-relay` or `device`.
         public var process: String
+        /// A detail, such as a status or a message id.
         public var detail: String?
     }
 
+    /// The push's uuid.
     public var push: String
+    /// The participant it went to.
     public var participant: String
+    /// The steps, in order.
     public var steps: [Step]
     /// The first expected step that did not happen (nil: the journey completed).
     public var stoppedAt: String?

@@ -4,8 +4,11 @@ import SurveyWire
 
 /// A launch failure or timeout, with the child's stderr tail for diagnosis.
 public struct LaunchError: Error, Sendable, CustomStringConvertible {
+    /// What failed.
     public var message: String
+    /// The last lines the child wrote to stderr.
     public var stderrTail: String
+    /// The message, then the stderr tail.
     public var description: String { stderrTail.isEmpty ? message : "\(message)\n--- stderr ---\n\(stderrTail)" }
 }
 
@@ -26,7 +29,9 @@ public final class ServerProcess: Sendable {
 
     /// The base URL (`http://127.0.0.1:PORT`).
     public var url: String { ready.url }
+    /// The child's process id.
     public var pid: Int32 { process.process.processIdentifier }
+    /// Whether the child is still running.
     public var isRunning: Bool { process.process.isRunning }
 
     private init(ready: ReadyLine, logFile: URL, process: ProcessBox) {
@@ -166,8 +171,11 @@ public enum Executables {
 
     /// No candidate directory holds the executable.
     public struct NotFound: Error, CustomStringConvertible {
+        /// The executable's name.
         public var name: String
+        /// The directories searched, in order.
         public var tried: [String]
+        /// What was searched and how to fix it.
         public var description: String {
             "cannot find the executable \(name): build the package (swift build), set TRIO_BIN_DIR to the directory holding it, "
                 + "or put that directory on PATH. Tried: \(tried.joined(separator: ", "))"

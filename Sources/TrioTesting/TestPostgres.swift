@@ -8,6 +8,7 @@ import Foundation
 public enum TestPostgres {
     /// Why a database could not be made.
     public struct Failure: Error, CustomStringConvertible {
+        /// What failed, with what to do about it.
         public let description: String
     }
 

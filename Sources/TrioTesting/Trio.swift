@@ -25,11 +25,13 @@ public final class Trio: Sendable {
         public var logDirectory: URL?
         /// Fixed ports (0: any free port, reported by the READY lines).
         public var serverPort: Int = 0
+        /// The first relay's port (0: any free port).
         public var relayPort: Int = 0
         /// Relays to start (`--node-id` 0, 1, ...); the mock server gets every one as a `--relay-url` and sends each
         /// push to the relay that issued its token. `relayPort` applies to the first.
         public var relayCount: Int = 1
 
+        /// Options with an in-memory database, 25 s relay keepalives and no extra arguments unless given.
         public init(database: String = ":memory:", keepaliveSeconds: Double = 25, serverArguments: [String] = [], relayArguments: [String] = [],
                     logDirectory: URL? = nil) {
             self.database = database
@@ -44,10 +46,13 @@ public final class Trio: Sendable {
     public let relay: ServerProcess
     /// Every relay, by node id.
     public let relays: [ServerProcess]
+    /// The mock server.
     public let server: ServerProcess
     /// Shared HTTP client for the admin and control clients.
     public let http: TransportClient
+    /// A client of the mock server's admin API.
     public let admin: AdminClient
+    /// A client of the first relay's control API.
     public let control: RelayControlClient
 
     private init(relays: [ServerProcess], server: ServerProcess, http: TransportClient) {

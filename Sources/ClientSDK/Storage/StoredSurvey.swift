@@ -12,8 +12,10 @@ public struct StoredSurvey: Sendable, Codable, Equatable {
     /// When the device stored it (RFC 3339).
     public var receivedAt: String
 
+    /// The survey's id.
     public var surveyID: String { entry.id }
 
+    /// Creates the value from its fields.
     public init(entry: SurveyEntry, scheduleUUIDs: [String], sentTime: String, receivedAt: String) {
         self.entry = entry
         self.scheduleUUIDs = scheduleUUIDs

@@ -12,6 +12,7 @@ public struct TelemetryConfiguration: Sendable, Equatable {
     public var maxEvents: Int
     /// Pings uploaded per ``rateInterval`` at most (Glean: 15 per 60 s); further pings wait for the window to end.
     public var pingsPerInterval: Int
+    /// The window ``pingsPerInterval`` counts over (Glean: 60 s).
     public var rateInterval: Duration
     /// Pending pings kept at most; the oldest beyond it are deleted (Glean: 500). Deletion requests are exempt.
     public var maxPendingPings: Int
@@ -24,6 +25,7 @@ public struct TelemetryConfiguration: Sendable, Equatable {
     /// MMA session heartbeat while the app is in the foreground (Leanplum: every 15 minutes).
     public var sessionHeartbeat: Duration?
 
+    /// Glean's defaults unless given.
     public init(uploadEnabled: Bool = true, maxEvents: Int = 500, pingsPerInterval: Int = 15, rateInterval: Duration = .seconds(60),
                 maxPendingPings: Int = 500, maxPendingBytes: Int = 50 * 1024 * 1024, maxPingAge: Duration = .seconds(30 * 86_400),
                 maxPingBodyBytes: Int = 1024 * 1024, sessionHeartbeat: Duration? = .seconds(15 * 60)) {
