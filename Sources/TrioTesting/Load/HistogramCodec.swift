@@ -164,7 +164,9 @@ public enum HistogramCodec {
 
 /// A histogram text that is not HdrHistogram's V2 compressed encoding.
 public struct HistogramCodecError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong with it.
     public var message: String
     init(_ message: String) { self.message = message }
+    /// `histogram: message`.
     public var description: String { "histogram: \(message)" }
 }

@@ -6,6 +6,7 @@ import Histogram
 /// latency percentile distribution (log scale, as HdrHistogram plots it); per-step latencies; errors by kind; the run's
 /// options; thresholds with pass/fail; for a merged run, each shard's completions.
 public enum LoadHTML {
+    /// The report as one self-contained HTML page (charts drawn in inline SVG), with each shard's figures when given.
     public static func render(_ report: LoadReport, shards: [LoadReport] = []) -> String {
         var body = ""
         let esc = SVGChart.escape

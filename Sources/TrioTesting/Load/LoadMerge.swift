@@ -5,6 +5,7 @@ import Histogram
 /// Histograms are added exactly (never percentiles averaged), per-second rows are aligned by wall clock, counts and
 /// throughputs are summed, and the correctness passes combined.
 public enum LoadMerge {
+    /// Combines reports of runs made side by side (one per machine or process) into one: counts add, histograms add exactly, rows align by their wall-clock second.
     public static func merge(_ reports: [LoadReport]) throws(LoadUsageError) -> LoadReport {
         guard let first = reports.first else { throw LoadUsageError(flag: "REPORT", message: "give at least one report") }
         for report in reports where report.scenario != first.scenario || report.model != first.model {

@@ -2,9 +2,13 @@ import Foundation
 
 /// A usage error naming the flag at fault.
 public struct LoadUsageError: Error, Sendable, CustomStringConvertible {
+    /// The flag at fault, such as `--rate`.
     public var flag: String
+    /// What is wrong with it.
     public var message: String
+    /// `flag: message`.
     public var description: String { "\(flag): \(message)" }
+    /// An error about `flag`.
     public init(flag: String, message: String) {
         self.flag = flag
         self.message = message
@@ -27,10 +31,12 @@ public struct RateSchedule: Sendable, Equatable {
     /// (seconds since start, starts per second), sorted by time.
     public var points: [(seconds: Double, rate: Double)]
 
+    /// Schedules are equal when their points are.
     public static func == (a: RateSchedule, b: RateSchedule) -> Bool {
         a.points.map(\.seconds) == b.points.map(\.seconds) && a.points.map(\.rate) == b.points.map(\.rate)
     }
 
+    /// The same rate throughout.
     public init(constant rate: Double) { points = [(0, rate)] }
 
     /// Parses `T:R/s,T:R/s,...` where T is a duration (`0`, `30s`) and R a rate.
@@ -67,22 +73,29 @@ public struct RateSchedule: Sendable, Equatable {
 
 /// A pass/fail rule on the final report: `p99<25ms`, `p50<=5ms`, `errors<0.1%`, `rate>1000/s`.
 public struct Threshold: Sendable, Equatable, CustomStringConvertible {
+    /// What a threshold measures.
     public enum Metric: Sendable, Equatable {
         case percentile(Double)
         case max
         case errorRate
         case throughput
     }
+    /// What the threshold measures.
     public var metric: Metric
     /// A step's latency (`register.p99<50ms`) instead of the whole iteration's.
     public var step: String?
+    /// True for `<` and `<=`.
     public var lessThan: Bool
+    /// True for `<=` and `>=`.
     public var orEqual: Bool
     /// Milliseconds for latency, a fraction for errors, per second for throughput.
     public var limit: Double
+    /// The threshold as given.
     public var text: String
+    /// The threshold as given.
     public var description: String { text }
 
+    /// Parses `METRIC OP VALUE`, such as `p99<25ms`, `register.p99<50ms`, `errors<0.1%` or `rate>1000/s`.
     public init(parsing text: String) throws {
         self.text = text
         let ops = ["<=", ">=", "<", ">"]

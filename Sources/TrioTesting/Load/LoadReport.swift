@@ -5,14 +5,22 @@ import SurveyWire
 /// The outcome of a load run; written by `--report` as JSON (`schema` names its version). Everything needed to rerun the
 /// run (`run.options`) and to combine it with other runs (`histogram` fields, HdrHistogram's compressed encoding) is in it.
 public struct LoadReport: Codable, Sendable {
+    /// The `schema` value this version writes.
     public static let schemaVersion = "survey-trio.load-report/2"
 
+    /// Latency percentiles, in milliseconds.
     public struct Latency: Codable, Sendable, Equatable {
+        /// Median, in milliseconds.
         public var p50: Double
+        /// 90th percentile.
         public var p90: Double
+        /// 99th percentile.
         public var p99: Double
+        /// 99.9th percentile (`p99_9`).
         public var p999: Double
+        /// The slowest.
         public var max: Double
+        /// The mean.
         public var mean: Double
         enum CodingKeys: String, CodingKey { case p50, p90, p99, p999 = "p99_9", max, mean }
 
@@ -27,10 +35,13 @@ public struct LoadReport: Codable, Sendable {
         }
     }
 
+    /// Counts and rates over the measured window.
     public struct Totals: Codable, Sendable {
         /// Iterations started after warm-up.
         public var started: Int
+        /// Iterations that succeeded.
         public var succeeded: Int
+        /// Iterations that failed (by the check, a status, or a transport error).
         public var failed: Int
         /// Open model: starts skipped because `--max-in-flight` was reached.
         public var dropped: Int
@@ -41,6 +52,7 @@ public struct LoadReport: Codable, Sendable {
         /// Iterations that completed successfully inside the measured window, per second of it (a run's drain after
         /// the window does not dilute it).
         public var throughput: Double
+        /// Failed iterations (and, for pushes, lost deliveries) over those finished, 0 to 1.
         public var errorRate: Double
         /// Iterations started per second of the window (open model: the offered rate actually issued).
         public var offeredRate: Double?
@@ -56,13 +68,17 @@ public struct LoadReport: Codable, Sendable {
 
     /// One second of the run, by completion time (seconds since the window opened; the drain's seconds come after it).
     public struct Second: Codable, Sendable {
+        /// Seconds since the measured window opened.
         public var second: Int
         /// Iterations started in this second (the offered load).
         public var started: Int?
+        /// Iterations that succeeded.
         public var succeeded: Int
+        /// Iterations that failed (by the check, a status, or a transport error).
         public var failed: Int
         /// Latency of the iterations that completed in this second.
         public var p50: Double
+        /// 99th percentile.
         public var p99: Double
         /// Those latencies (µs), HdrHistogram's compressed encoding.
         public var histogram: String?
@@ -70,27 +86,38 @@ public struct LoadReport: Codable, Sendable {
 
     /// One step of an iteration (relay token, registration, survey download).
     public struct Step: Codable, Sendable {
+        /// Times the step ran.
         public var count: UInt64
+        /// The step's latency.
         public var latencyMs: Latency
+        /// The step's latencies (µs), HdrHistogram's compressed encoding.
         public var histogram: String
         enum CodingKeys: String, CodingKey { case count, latencyMs = "latency_ms", histogram }
     }
 
     /// How the run was made: enough to run it again and to tell runs apart.
     public struct RunInfo: Codable, Sendable {
+        /// `survey-cli`.
         public var tool: String
+        /// The tool's version.
         public var version: String
         /// When the measured window opened (RFC 3339, ms) and the same in Unix ms (`load merge` aligns rows by it).
         public var measuredFrom: String
+        /// `measured_from` in Unix milliseconds.
         public var measuredFromMs: Int64
+        /// The machine's host name.
         public var host: String
+        /// Cores the machine has.
         public var cores: Int
         /// Every option of the command, as given or defaulted.
         public var options: [String: String]
+        /// Participants the run drew credentials from, when it registered.
         public var participants: Int?
+        /// The per-request timeout, in seconds.
         public var timeoutSeconds: Double?
         /// The tool's own CPU (user + system) over the run, and per iteration.
         public var toolCPUSeconds: Double
+        /// `tool_cpu_seconds` per completed iteration, in milliseconds.
         public var toolCPUMsPerIteration: Double?
         /// `load merge`: the reports combined into this one.
         public var mergedFrom: Int?
@@ -101,23 +128,33 @@ public struct LoadReport: Codable, Sendable {
         }
     }
 
+    /// The report format's name and version.
     public var schema = LoadReport.schemaVersion
+    /// What was run: `health`, `register` (with `+relay_token`, `+download_surveys`), or `push(PLATFORM, N devices)`.
     public var scenario: String
+    /// `closed` (a fixed number of virtual devices) or `open` (arrivals on a schedule).
     public var model: String
+    /// The URL (or URLs) the load went to.
     public var target: String
+    /// How the run was made.
     public var run: RunInfo?
+    /// Counts and rates over the measured window.
     public var totals: Totals
     /// Latency in milliseconds, from each iteration's intended start (corrected for coordinated omission).
     public var latencyMs: Latency
     /// The same latencies (µs), HdrHistogram's compressed encoding (`HISTF…`).
     public var histogram: String?
+    /// Latency of each step of an iteration, by step name.
     public var steps: [String: Step]?
     /// Failures by `status:code` (or transport error code).
     public var errors: [String: Int]
+    /// The run second by second.
     public var perSecond: [Second]
     /// The correctness pass: nil when not made (see `correctness` for why).
     public var correct: Bool?
+    /// What the correctness pass found, or why it was not made.
     public var correctness: String?
+    /// Each `--threshold` given and whether it held.
     public var thresholds: [String: Bool]
 
     enum CodingKeys: String, CodingKey {
@@ -176,6 +213,7 @@ extension LoadReport {
 
 /// The process's own CPU time (user + system), for the tool's cost per iteration.
 public enum ProcessCPU {
+    /// CPU seconds (user + system) this process has used.
     public static func seconds() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)

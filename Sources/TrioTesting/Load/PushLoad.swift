@@ -27,7 +27,9 @@ public struct PushLoadOptions: Sendable {
     public var platform: String
     /// Pushes per second over time (open model: sends happen on schedule whatever the relay does).
     public var rate: RateSchedule
+    /// The measured window.
     public var duration: Duration
+    /// Time run before the window opens, not counted.
     public var warmup: Duration
     /// How long to wait for deliveries still in flight after the last send before counting them lost.
     public var grace: Duration
@@ -42,6 +44,7 @@ public struct PushLoadOptions: Sendable {
     /// After a stream ends, a device waits a random time up to this before reconnecting (a storm spreads out).
     public var reconnectJitter: Duration = .seconds(1)
 
+    /// Options for a run against `relay` (and `moreRelays`, devices spread over them), with defaults for the rest.
     public init(relay: String, devices: Int, platform: String = "android", rate: RateSchedule, duration: Duration,
                 warmup: Duration = .zero, grace: Duration = .seconds(5), maxInFlight: Int = 1000, fcmProject: String = "survey-trio",
                 connectConcurrency: Int = 64, moreRelays: [String] = []) {
@@ -153,6 +156,7 @@ public enum PushLoad {
         var token: String
     }
 
+    /// Connects the devices, sends pushes on the rate schedule, waits for deliveries, and reports; `progress` gets a line a second.
     public static func run(_ given: PushLoadOptions, http streams: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
         var setup = given
         guard setup.platform == "android" || setup.platform == "ios" else {
@@ -408,6 +412,8 @@ final class PushLinks: Sendable {
 
 /// Setting up a run failed (the target refused a setup request).
 public struct LoadSetupError: Error, CustomStringConvertible {
+    /// What failed.
     public var description: String
+    /// An error with its description.
     public init(_ description: String) { self.description = description }
 }

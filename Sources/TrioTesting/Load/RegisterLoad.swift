@@ -7,6 +7,7 @@ import Transport
 
 /// How a registration load run is driven.
 public struct RegisterLoadOptions: Sendable {
+    /// How iterations are started.
     public enum Model: Sendable {
         /// Starts arrive on a schedule whatever the server does (latency counted from the intended start).
         case open(RateSchedule, maxInFlight: Int)
@@ -19,27 +20,36 @@ public struct RegisterLoadOptions: Sendable {
 
     /// Target servers; iterations go to them in turn (one deployment run as several instances).
     public var servers: [String]
+    /// The first target server.
     public var server: String { servers[0] }
     /// When set, every iteration first gets a token from this relay (as a real device does).
     public var relay: String?
+    /// Credentials the iterations register with, in turn.
     public var participants: [AdminWire.Credentials]
     /// The study of the participants, when known (the report names it; verification does not need it).
     public var studyID: String?
+    /// Closed or open.
     public var model: Model
+    /// The measured window.
     public var duration: Duration
+    /// Time run before the window opens, not counted.
     public var warmup: Duration
     /// Also download the survey list after registering.
     public var download: Bool
+    /// The `timezone` each registration sends.
     public var timeZone: String
+    /// Register as iOS devices (the `/ios` route variants) instead of Android.
     public var ios: Bool
     /// Only `GET /__admin/health` per iteration: the same tool's baseline for a server's request overhead.
     public var healthOnly = false
+    /// Whether to make the correctness pass after the run.
     public var verify = Verify.auto
     /// Every option as given, for the report.
     public var recordedOptions: [String: String] = [:]
     /// The HTTP client's per-request timeout (recorded in the report).
     public var timeout: Duration?
 
+    /// Options for one server, with defaults for the rest.
     public init(server: String, relay: String? = nil, participants: [AdminWire.Credentials], studyID: String? = nil, model: Model,
                 duration: Duration, warmup: Duration = .zero, download: Bool = false, timeZone: String = "America/New_York", ios: Bool = false) {
         self.servers = [server]
@@ -397,12 +407,16 @@ public enum RegisterLoad {
 
 /// `survey-cli load setup`: a study and its participants, created through the admin API.
 public enum LoadSetup {
+    /// A participants file: the server, the study and the credentials.
     public struct Result: Codable, Sendable {
+        /// The server the participants were created on.
         public var server: String?
         /// Optional: a participants file for a server the trio did not set up need not name a study.
         public var studyID: String?
+        /// Credentials the iterations register with, in turn.
         public var participants: [AdminWire.Credentials]
         enum CodingKeys: String, CodingKey { case server, studyID = "study_id", participants }
+        /// Creates the value from its fields.
         public init(server: String?, studyID: String?, participants: [AdminWire.Credentials]) {
             self.server = server
             self.studyID = studyID
@@ -410,6 +424,7 @@ public enum LoadSetup {
         }
     }
 
+    /// Creates a study (`server` or `device` scheduling) and `participants` participants on `server`.
     public static func run(server: String, participants: Int, scheduling: String, perParticipantKeys: Bool, http: TransportClient) async throws -> Result {
         let admin = AdminClient(baseURL: server, http: http)
         let study = try await admin.createStudy(.init(name: "load \(WireTime.format(Date()))", scheduling: scheduling,
