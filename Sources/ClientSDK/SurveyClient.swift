@@ -85,7 +85,9 @@ public actor SurveyClient {
 
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
+    ///   - configuration: the study server, where pushes come from, the storage directory and the credentials.
     ///   - httpClient: a shared client (for many simulated devices in one process); one is made when nil.
+    ///   - logger: where the client logs (label `survey-sdk` by default).
     ///   - now: the device clock.
     public init(configuration: SurveyClientConfiguration, httpClient: TransportClient? = nil, logger: Logger = Logger(label: "survey-sdk"),
                 now: @escaping @Sendable () -> Date = { Date() }) throws(SurveyClientError) {
@@ -744,7 +746,9 @@ public actor SurveyClient {
     }
 
     /// Encrypts the answers with the study's public key and uploads them; on acceptance the stored survey is removed.
-    /// - Parameter answers: answer text by question id; questions not answered are written with an empty answer.
+    /// - Parameters:
+    ///   - answers: answer text by question id; questions not answered are written with an empty answer.
+    ///   - surveyID: the stored survey the answers are for.
     /// - Throws: `survey_not_found` when no such survey is stored, `not_registered`, `transport` or `upload_failed`
     ///   (the encrypted file stays in the outbox and is retried in the background with backoff, and by ``start()``;
     ///   ``SurveyClientEvent/submitted(surveyID:fileName:)`` follows once the server takes it), `upload_rejected`.

@@ -1,7 +1,7 @@
 import ClientSDK
 import Foundation
 
-/// Collects a ``SurveyClient``'s events so a test can wait for one with a timeout.
+/// Collects a `SurveyClient`'s events so a test can wait for one with a timeout.
 public actor EventRecorder {
     public private(set) var events: [SurveyClientEvent] = []
     private var task: Task<Void, Never>?

@@ -1,7 +1,7 @@
 import Foundation
 import Histogram
 
-/// A load report as one self-contained HTML page (`--html FILE`): inline SVG charts drawn by ``SVGChart``, no script and
+/// A load report as one self-contained HTML page (`--html FILE`): inline SVG charts drawn by `SVGChart`, no script and
 /// nothing fetched when it is viewed. Completions, errors and offered starts per second; p50/p90/p99 per second; the
 /// latency percentile distribution (log scale, as HdrHistogram plots it); per-step latencies; errors by kind; the run's
 /// options; thresholds with pass/fail; for a merged run, each shard's completions.

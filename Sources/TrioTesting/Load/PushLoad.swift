@@ -7,7 +7,7 @@ import Transport
 /// How a push load run is driven.
 public struct PushLoadOptions: Sendable {
     /// The relays' base URLs: devices are created on them in turn, and each push goes to the relay that issued its
-    /// token (``RelayNode``).
+    /// token (`RelayNode`).
     public var relays: [String]
     /// The first relay.
     public var relay: String { relays[0] }
