@@ -17,8 +17,7 @@ DEFAULT_MODULES = ["ClientSDK", "SurveyWire", "TrioTesting"]
 MODIFIERS = r"(?:static|class|final|mutating|nonmutating|nonisolated|convenience|required|override|indirect|lazy|dynamic)"
 DECLARATION = re.compile(
     r"^(?:@[\w.]+(?:\([^)]*\))?\s+)*public\s+(?:" + MODIFIERS + r"\s+)*"
-    r"(?:func|var|let|init|struct|enum|class|actor|protocol|typealias|subscript|case)\b"
-    r"|^(?:@[\w.]+(?:\([^)]*\))?\s+)*public\s+(?:" + MODIFIERS + r"\s+)*init[?!]?[(<]"
+    r"(?:func|var|let|init|struct|enum|class|actor|protocol|typealias|subscript)\b"
 )
 
 

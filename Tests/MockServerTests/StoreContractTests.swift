@@ -229,7 +229,9 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             #expect(await order.names == ["holder", "queued"])
         }
     }
-    @Test(arguments: StoreKind.available) func participantLocksRunSideBySideAndAStudyWalkWaitsForThem(_ kind: StoreKind) async throws {
+
+    // A lock that were not shared would leave the second participant waiting forever: the time limit turns that into a failure.
+    @Test(.timeLimit(.minutes(1)), arguments: StoreKind.available) func participantLocksRunSideBySideAndAStudyWalkWaitsForThem(_ kind: StoreKind) async throws {
         try await Self.withStore(kind) { store in
             let (entered, enter) = AsyncStream.makeStream(of: String.self)
             let gates = ["p1", "p2"].map { _ in AsyncStream.makeStream(of: Void.self) }

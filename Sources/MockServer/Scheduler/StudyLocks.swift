@@ -14,8 +14,6 @@ actor StudyLocks {
 
     private var entries: [String: Entry] = [:]
 
-    /// The key of a participant's own lock (distinct from every study id).
-    static func participantKey(_ patientID: String) -> String { "participant\u{0}" + patientID }
 
     private func acquire(_ key: String, _ mode: Mode) async {
         var entry = entries[key] ?? Entry()
@@ -56,9 +54,12 @@ actor StudyLocks {
         try await holding(key, .exclusive, body)
     }
 
-    /// Runs `body` holding the key shared.
-    nonisolated func withSharedLock<T: Sendable>(_ key: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await holding(key, .shared, body)
+    /// Runs `body` holding the study's key shared and the participant's own key exclusively (always in that order):
+    /// participants of one study side by side, one request at a time for each, never beside a walk of the study.
+    nonisolated func withParticipantLock<T: Sendable>(studyID: String, patientID: String,
+                                                      _ body: @Sendable () async throws -> T) async throws -> T {
+        // The participant's key cannot collide with a study id (ids never contain NUL).
+        try await holding(studyID, .shared) { try await self.holding("participant\u{0}" + patientID, .exclusive, body) }
     }
 
     private nonisolated func holding<T: Sendable>(_ key: String, _ mode: Mode, _ body: @Sendable () async throws -> T) async throws -> T {

@@ -32,8 +32,7 @@ extension PostgresStore {
     func register(_ r: Registration, report: DeviceReport) async throws -> String? {
         let rows: [String?]
         do {
-            rows = try await prepared(RegisterStatement(registration: r, report: report))
-            committed()
+            rows = try await write(RegisterStatement(registration: r, report: report))
         } catch where PostgresStoreError.isUniqueViolation(error) {
             throw StoreError.tokenInUse
         }

@@ -121,7 +121,14 @@ final class PostgresStore: Store {
         return result
     }
 
-    func committed() {
+    /// One prepared statement as its own committed transaction.
+    func write<S: PostgresPreparedStatement>(_ statement: S) async throws -> [S.Row] {
+        let result = try await prepared(statement)
+        committed()
+        return result
+    }
+
+    private func committed() {
         counts.withLock {
             $0.writes += 1
             $0.commits += 1
@@ -171,51 +178,39 @@ final class PostgresStore: Store {
     /// Holds the study's session advisory lock on one pooled connection while `body` runs (its queries use others).
     /// PostgreSQL queues a waiting exclusive request ahead of later shared ones, so registrations cannot starve it.
     private func withAdvisoryLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T? {
-        try await client.withConnection { connection -> T? in
-            if wait {
-                _ = try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger).collect()
-            } else {
-                try await connection.query("SELECT set_config('lock_timeout', \(Self.tickerLockTimeout), false)", logger: logger)
-                do {
-                    // A statement's error arrives with its rows: collect them.
-                    _ = try await connection.query("SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))", logger: logger).collect()
-                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55P03" {
-                    try await connection.query("RESET lock_timeout", logger: logger)
-                    return nil  // lock_not_available: another instance is walking the study
-                }
-                try await connection.query("RESET lock_timeout", logger: logger)
-            }
-            do {
-                let value = try await body()
-                try await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(studyID), 1))", logger: logger)
-                return value
-            } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended(\(studyID), 1))", logger: logger)
-                throw error
-            }
-        }
+        try await holdingAdvisoryLocks(lock: "SELECT pg_advisory_lock(hashtextextended(\(studyID), 1))",
+                                       unlock: "SELECT pg_advisory_unlock(hashtextextended(\(studyID), 1))",
+                                       timeout: wait ? nil : Self.tickerLockTimeout, body)
     }
 
     func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await locks.withSharedLock(studyID) {
-            try await self.locks.withLock(StudyLocks.participantKey(patientID)) {
-                try await self.participantLockPermits.with {
-                    try await self.withSharedAdvisoryLock(studyID: studyID, patientID: patientID, body)
-                }
+        try await locks.withParticipantLock(studyID: studyID, patientID: patientID) {
+            try await self.participantLockPermits.with {
+                // The study's lock shared, then the participant's (always in that order, so two holders cannot wait
+                // for each other), in one round trip each way.
+                try await self.holdingAdvisoryLocks(lock: """
+                    SELECT pg_advisory_lock_shared(hashtextextended(\(studyID), 1)), pg_advisory_lock(hashtextextended(\(patientID), 2))
+                    """, unlock: """
+                    SELECT pg_advisory_unlock(hashtextextended(\(patientID), 2)), pg_advisory_unlock_shared(hashtextextended(\(studyID), 1))
+                    """, timeout: nil, body)!
             }
         }
     }
 
-    /// The study's advisory lock shared and the participant's exclusively, in one round trip each way (always in that
-    /// order, so two holders cannot wait for each other).
-    private func withSharedAdvisoryLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await client.withConnection { connection -> T in
-            _ = try await connection.query("""
-                SELECT pg_advisory_lock_shared(hashtextextended(\(studyID), 1)), pg_advisory_lock(hashtextextended(\(patientID), 2))
-                """, logger: logger).collect()
-            let unlock: PostgresQuery = """
-                SELECT pg_advisory_unlock(hashtextextended(\(patientID), 2)), pg_advisory_unlock_shared(hashtextextended(\(studyID), 1))
-                """
+    /// Runs `lock` on one leased connection, `body` (whose queries use other connections), then `unlock`, whatever
+    /// `body` does. With a `timeout`, a lock not granted within it returns nil (SQLSTATE 55P03, `lock_not_available`).
+    private func holdingAdvisoryLocks<T: Sendable>(lock: PostgresQuery, unlock: PostgresQuery, timeout: String?,
+                                                   _ body: @Sendable () async throws -> T) async throws -> T? {
+        try await client.withConnection { connection -> T? in
+            if let timeout { try await connection.query("SELECT set_config('lock_timeout', \(timeout), false)", logger: logger) }
+            do {
+                // A statement's error arrives with its rows: collect them.
+                _ = try await connection.query(lock, logger: logger).collect()
+            } catch let error as PSQLError where timeout != nil && error.serverInfo?[.sqlState] == "55P03" {
+                try await connection.query("RESET lock_timeout", logger: logger)
+                return nil
+            }
+            if timeout != nil { try await connection.query("RESET lock_timeout", logger: logger) }
             do {
                 let value = try await body()
                 try await connection.query(unlock, logger: logger)

@@ -13,9 +13,10 @@ public struct PostgresURL: Sendable, Equatable, CustomStringConvertible {
     /// Connections the instance's pool may open.
     public var poolSize: Int
 
-    /// 8 connections per instance: on the 2-core box PostgreSQL shares, one instance registered ~910/s with 32
-    /// connections and 1,100–1,340/s with 8 or 16, and two instances with 16 each (32 backends) fell to ~930/s: each
-    /// backend past what the cores can run costs PostgreSQL context switches and lock traffic for no parallelism.
+    /// 8 connections per instance. On the 2-core box PostgreSQL shares, one run each of `load register` against one
+    /// instance gave 916/s with 32 connections, 1,336/s with 16, 1,186/s with 8 and 1,180/s with 4; two instances of
+    /// 16 each (32 backends) made 926–931/s against one's 1,101–1,159/s in three paired runs, and of 8 each 0.87–1.10
+    /// of one: a backend past what the cores can run costs PostgreSQL context switches for no parallelism.
     public static let defaultPoolSize = 8
 
     /// Why a `--database` URL was refused.

@@ -425,7 +425,7 @@ extension SQLiteStore {
     }
 
     func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
-        try await locks.withSharedLock(studyID) { try await self.locks.withLock(StudyLocks.participantKey(patientID), body) }
+        try await locks.withParticipantLock(studyID: studyID, patientID: patientID, body)
     }
 }
 
