@@ -38,11 +38,11 @@ extension Integration {
             let client = try makeClient(trio, setup)
             try await client.start()
             #expect(await client.isActive)
-            await client.record(category: "app", name: "opened", extra: ["screen": "home"])
+            client.record(category: "app", name: "opened", extra: ["screen": "home"])
             await client.pause()
             #expect(await !client.isActive)
             await client.resume()
-            await client.record(category: "app", name: "tapped")
+            client.record(category: "app", name: "tapped")
             await client.close()
             let id = await client.clientID
             let baseline = try await trio.admin.telemetry(clientID: id, ping: "baseline")
@@ -72,7 +72,7 @@ extension Integration {
             }
             try await client.start()  // the baseline ping takes the first slot
             for n in 0..<4 {
-                await client.record(category: "test", name: "n\(n)")
+                client.record(category: "test", name: "n\(n)")
                 _ = try await client.flushTelemetry()
             }
             let id = await client.clientID
@@ -93,7 +93,7 @@ extension Integration {
             try await trio.admin.setFaults([.init(route: "/submit/*", status: 503, probability: 1)])
             try await client.start()  // its baseline ping waits
             for n in 0..<4 {
-                await client.record(category: "test", name: "n\(n)")
+                client.record(category: "test", name: "n\(n)")
                 _ = try? await client.flushTelemetry()
             }
             // Five pings made, the newest three kept.
@@ -107,7 +107,7 @@ extension Integration {
             #expect(status.pingsWaiting == 0)
             #expect(status.pingsDropped == ["count_quota": 2, "max_age": 3])
             try await trio.admin.setFaults([])
-            await client.record(category: "test", name: "later")
+            client.record(category: "test", name: "later")
             _ = try await client.flushTelemetry()
             let stored = try await trio.admin.telemetry(clientID: await client.clientID, ping: "events")
             #expect(stored.count == 1)
@@ -128,7 +128,7 @@ extension Integration {
             offline.featuresURL = offline.serverURL
             offline.heartbeatInterval = nil
             let client = try SurveyClient(configuration: offline)
-            await client.record(category: "test", name: "offline")
+            client.record(category: "test", name: "offline")
             var failure: SurveyClientError?
             do throws(SurveyClientError) { _ = try await client.flushTelemetry() } catch { failure = error }
             #expect(failure?.code == "transport")
@@ -152,12 +152,12 @@ extension Integration {
             // 4 kB of JSON that gzip shrinks well under the limit: it goes (the limit applies after gzip).
             var compressible: [String: String] = [:]
             for n in 0..<8 { compressible["k\(n)"] = String(repeating: "x", count: 2000) }  // each truncated to 500 bytes
-            await client.record(category: "test", name: "compressible", extra: compressible)
+            client.record(category: "test", name: "compressible", extra: compressible)
             let sent = try #require(try await client.flushTelemetry())
             // 4 kB of random hex does not shrink enough: dropped and counted.
             var random: [String: String] = [:]
             for n in 0..<8 { random["k\(n)"] = (0..<250).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined() }
-            await client.record(category: "test", name: "random", extra: random)
+            client.record(category: "test", name: "random", extra: random)
             #expect(try await client.flushTelemetry() != nil)
             let status = await client.status()
             #expect(status.pingsDropped == ["too_large": 1])
@@ -173,7 +173,7 @@ extension Integration {
             let client = try makeClient(trio, setup)
             try await client.start()
             let before = await client.clientID
-            await client.record(category: "test", name: "private")
+            client.record(category: "test", name: "private")
             #expect(await client.status().eventsWaiting > 0)
             await client.setUploadEnabled(false)
             #expect(await client.clientID == SurveyClient.disabledClientID)
@@ -185,7 +185,7 @@ extension Integration {
             #expect(deletion.map(\.clientID) == [before])
             #expect(reasons(deletion) == ["set_upload_enabled"])
             // Nothing is recorded or sent while opted out, not even the session's pings.
-            await client.record(category: "test", name: "ignored")
+            client.record(category: "test", name: "ignored")
             await client.track("E_Saved_Bookmark")
             await client.pause()
             status = await client.status()

@@ -24,7 +24,7 @@ struct SDKBenchmark {
         // 1. Recording events.
         let recorder = try SurveyClient(configuration: configuration("events", batch: Int.max))
         let start = ContinuousClock.now
-        for n in 0..<events { await recorder.record(category: "benchmark", name: "event", extra: ["n": String(n)]) }
+        for n in 0..<events { recorder.record(category: "benchmark", name: "event", extra: ["n": String(n)]) }
         let perEvent = seconds(ContinuousClock.now - start) / Double(events)
         let waiting = await recorder.status().eventsWaiting
         await recorder.close()
@@ -33,7 +33,7 @@ struct SDKBenchmark {
         // 2. A client with many pending pings.
         let filler = try SurveyClient(configuration: configuration("pings", batch: Int.max))
         for n in 0..<pings {
-            await filler.record(category: "benchmark", name: "ping", extra: ["n": String(n)])
+            filler.record(category: "benchmark", name: "ping", extra: ["n": String(n)])
             _ = try? await filler.flushTelemetry()
         }
         await filler.close()

@@ -22,23 +22,34 @@ extension SurveyClient {
     /// Records a telemetry event (appended to disk at once). An `events` ping with reason `max_capacity` is made once
     /// ``SurveyClientConfiguration/telemetryBatchSize`` events wait. Extra values longer than 500 bytes are truncated,
     /// as Glean does. Nothing is recorded while upload is disabled.
-    public func record(category: String, name: String, extra: [String: String]? = nil) {
+    ///
+    /// Synchronous and callable from any thread without `await`: the line is appended under the event log's own lock,
+    /// not through the client's actor (a few microseconds; see `Benchmarks/scripts/sdk.sh`).
+    public nonisolated func record(category: String, name: String, extra: [String: String]? = nil) {
         // After `close()` the directory is another client's: nothing is written.
-        guard isUploadEnabled, !files.isReleased else { return }
-        let extra = extra?.mapValues(Self.truncated)
+        guard !files.isReleased else { return }
+        var extra = extra
+        if extra?.values.contains(where: { $0.utf8.count > Self.maxExtraValueBytes }) == true { extra = extra?.mapValues(Self.truncated) }
+        let appended: EventLog.Appended
         do {
-            try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra))
+            appended = try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra),
+                                           batchSize: configuration.telemetryBatchSize)
         } catch {
             logger.warning("telemetry event not recorded", metadata: ["error": "\(error)"])
             return
         }
-        eventsWaiting += 1
-        if eventsWaiting >= configuration.telemetryBatchSize, batchTask == nil {
-            // Tracked like every background task: `stop()` and `close()` cancel and await it.
-            batchTask = background.spawn { [weak self] in
-                try? await self?.submitEventsPing(reason: "max_capacity")
-                await self?.batchEnded()
-            }
+        if case .written(_, batchDue: true) = appended {
+            // Once per batch: the actor makes the ping (tracked like every background task; `close()` awaits it).
+            Task { [weak self] in await self?.startBatch() }
+        }
+    }
+
+    /// Makes the `max_capacity` ping in the background unless one is being made.
+    private func startBatch() {
+        guard batchTask == nil, !isClosed else { return }
+        batchTask = background.spawn { [weak self] in
+            _ = try? await self?.submitEventsPing(reason: "max_capacity")
+            await self?.batchEnded()
         }
     }
 
@@ -82,7 +93,6 @@ extension SurveyClient {
         var documentID: String?
         let batch = eventLog.events(in: sealed)
         if batch.skipped > 0 { logger.warning("skipped unreadable telemetry events", metadata: ["count": "\(batch.skipped)"]) }
-        eventsWaiting = eventLog.openCount
         if !batch.events.isEmpty {
             let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: seq)
             let ping = PingBuilder.ping(events: batch.events, seq: seq, clientID: state.clientID, configuration: configuration,
@@ -297,7 +307,6 @@ extension SurveyClient {
     func disableUpload(reason: String) {
         let old = state.clientID
         eventLog.deleteAll()
-        eventsWaiting = 0
         for (url, _) in files.list(PendingPing.self, in: files.pingsURL) { files.remove(url) }
         do {
             try makePing("deletion-request", reason: reason, clientID: old, directory: files.deletionRequestsURL)

@@ -33,7 +33,10 @@ public actor SurveyClient {
     let files: ClientStore
     let logger: Logger
     let now: @Sendable () -> Date
-    var state: ClientState
+    var state: ClientState {
+        // Recording happens outside the actor: the event log follows the upload choice.
+        didSet { eventLog.setRecording(state.uploadEnabled ?? configuration.telemetry.uploadEnabled) }
+    }
     private var streamTask: BackgroundJob?
     /// The last relay message fully handled on the stream (sent as `Last-Event-ID` on reconnect).
     private var lastHandledMessageID: String?
@@ -61,7 +64,7 @@ public actor SurveyClient {
     private var heartbeatTask: BackgroundJob?
     /// Telemetry events on disk, and how many wait in the open log.
     let eventLog: EventLog
-    var eventsWaiting: Int
+    var eventsWaiting: Int { eventLog.openCount }
     /// Telemetry upload: the rate limiter, pings being sent, and the wake-up at the end of a throttled window.
     var pingLimiter: PingRateLimiter
     var pingsInFlight: Set<String> = []
@@ -112,12 +115,12 @@ public actor SurveyClient {
         // Batches already made into pings (a crash came before their log was deleted) go; events an older version
         // kept in the state move to the log.
         eventLog.dropSealed(before: state.pingSeq)
-        for event in state.pendingEvents { try eventLog.append(event) }
+        for event in state.pendingEvents { _ = try eventLog.append(event) }
         if !state.pendingEvents.isEmpty {
             state.pendingEvents = []
             try files.write(state, to: files.stateURL)
         }
-        eventsWaiting = eventLog.openCount
+        eventLog.setRecording(state.uploadEnabled ?? configuration.telemetry.uploadEnabled)
         pingLimiter = PingRateLimiter(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
         // Bounded: an app that never reads the events loses the oldest, not its memory.
         (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
@@ -258,6 +261,7 @@ public actor SurveyClient {
         background.shutdown()
         continuation.finish()
         if ownsHTTP { http.shutdown() }
+        eventLog.close()
         files.releaseLock()
         closeRequest.fire()
     }
@@ -323,8 +327,7 @@ public actor SurveyClient {
         SurveyClientStatus(registered: state.registered, studyID: state.studyID, pushToken: state.relayToken,
                            pendingSurveys: pendingSurveys().map(\.surveyID),
                            uploadsWaiting: files.list(PendingUpload.self, in: files.uploadsURL).count,
-                           pingsWaiting: files.list(PendingPing.self, in: files.pingsURL).count
-                               + files.list(PendingPing.self, in: files.deletionRequestsURL).count,
+                           pingsWaiting: files.count(in: files.pingsURL) + files.count(in: files.deletionRequestsURL),
                            eventsWaiting: eventsWaiting, quarantined: files.quarantined(), pingsDropped: state.droppedPings ?? [:],
                            uploadEnabled: isUploadEnabled, receiptsWaiting: state.pendingReceipts?.count ?? 0,
                            scheduling: state.scheduling)

@@ -68,6 +68,93 @@ import SurveyWire
     }
 }
 
+extension EventLogTests {
+    /// A seeded generator (the same cases every run).
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func randomText(_ rng: inout Seeded) -> String {
+        let pieces: [String] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{08}", "\u{0C}", "\u{01}", "\u{1F}",
+                                "\u{7F}", "é", "ß", "中", "😀", "e\u{301}", "{", "}", ",", ":"]
+        return String((0..<Int.random(in: 0...12, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined())
+    }
+
+    @Test func aLineIsWhatJSONValueWritesAndDecodesBackToTheEvent() throws {
+        var rng = Seeded(state: 18)
+        for _ in 0..<2_000 {
+            let extra: [String: String]? = Bool.random(using: &rng) ? nil
+                : Dictionary((0..<Int.random(in: 0...4, using: &rng)).map { _ in (Self.randomText(&rng), Self.randomText(&rng)) }) { a, _ in a }
+            let event = ClientState.PendingEvent(timestampMillis: Int64.random(in: -1...Int64(1) << 52, using: &rng),
+                                                 category: Self.randomText(&rng), name: Self.randomText(&rng), extra: extra)
+            let line = EventLog.line(event)
+            #expect(line.last == 10)
+            var object: [String: JSONValue] = ["category": .string(event.category), "name": .string(event.name),
+                                               "timestampMillis": .number(Double(event.timestampMillis))]
+            if let extra { object["extra"] = .object(extra.mapValues { .string($0) }) }
+            let text = String(decoding: line.dropLast(), as: UTF8.self)
+            #expect(text == JSONValue.object(object).compactText)
+            let back = try WireJSON.decode(ClientState.PendingEvent.self, from: Data(line.dropLast()))
+            #expect(back.timestampMillis == event.timestampMillis)
+            #expect(back.category == event.category)
+            #expect(back.name == event.name)
+            #expect(back.extra == event.extra)
+        }
+    }
+
+    @Test func aBatchIsDueOnceUntilSealedAndNothingIsWrittenWhileNotRecording() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-log-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = try EventLog(directory: dir)
+        func add(_ n: Int) throws -> EventLog.Appended { try log.append(.init(timestampMillis: Int64(n), category: "c", name: "e", extra: nil), batchSize: 3) }
+        #expect(try add(0) == .written(waiting: 1, batchDue: false))
+        #expect(try add(1) == .written(waiting: 2, batchDue: false))
+        #expect(try add(2) == .written(waiting: 3, batchDue: true))
+        #expect(try add(3) == .written(waiting: 4, batchDue: false))
+        _ = try log.seal(seq: 0)
+        #expect(try add(4) == .written(waiting: 1, batchDue: false))
+        log.setRecording(false)
+        #expect(try add(5) == .dropped)
+        #expect(log.openCount == 1)
+        log.setRecording(true)
+        log.close()
+        #expect(try add(6) == .dropped)
+        #expect(EventLog.events(in: log.openURL).events.count == 1)
+    }
+
+    @Test func eventsRecordedFromManyThreadsWhileBatchesAreSealedAreEachKeptOnce() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-log-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let log = try EventLog(directory: dir)
+        let writers = 4, each = 500
+        await withTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                group.addTask {
+                    for n in 0..<each { _ = try? log.append(.init(timestampMillis: Int64(w * each + n), category: "c", name: "e", extra: nil)) }
+                }
+            }
+            group.addTask {
+                for seq in 0..<50 {
+                    _ = try? log.seal(seq: seq)
+                    await Task.yield()
+                }
+            }
+        }
+        var seen: [Int64] = EventLog.events(in: log.openURL).events.map(\.timestampMillis)
+        for seq in 0..<50 { seen += EventLog.events(in: log.sealedURL(seq)).events.map(\.timestampMillis) }
+        #expect(seen.count == writers * each)
+        #expect(Set(seen).count == writers * each)
+        #expect(log.openCount == EventLog.events(in: log.openURL).events.count)
+    }
+}
+
 @Suite struct ClientStoreTests {
     @Test func writesAreWholeFilesAndIdsAreMadeSafe() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sdk-store-\(UUID().uuidString.prefix(8))")

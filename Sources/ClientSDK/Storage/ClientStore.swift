@@ -122,6 +122,13 @@ struct ClientStore: Sendable {
             .compactMap { url in read(type, from: url).map { (url, $0) } }
     }
 
+    /// How many JSON files a directory holds, without reading them (an unreadable one counts until something lists the
+    /// directory and quarantines it).
+    func count(in directory: URL) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.count { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
+    }
+
     /// Moves a file that cannot be used to `quarantine/`, with a `.reason` note, and logs it.
     func quarantine(_ url: URL, reason: String) {
         let relative = url.path.hasPrefix(root.path) ? String(url.path.dropFirst(root.path.count + 1)) : url.lastPathComponent
