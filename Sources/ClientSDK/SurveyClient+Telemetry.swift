@@ -24,7 +24,7 @@ extension SurveyClient {
     /// as Glean does. Nothing is recorded while upload is disabled.
     ///
     /// Synchronous and callable from any thread without `await`: the line is appended under the event log's own lock,
-    /// not through the client's actor (a few microseconds; see `Benchmarks/scripts/sdk.sh`).
+    /// not through the client's actor (a few microseconds; `Benchmarks/scripts/sdk.sh` measures it).
     public nonisolated func record(category: String, name: String, extra: [String: String]? = nil) {
         // After `close()` the directory is another client's: nothing is written.
         guard !files.isReleased else { return }
@@ -306,6 +306,8 @@ extension SurveyClient {
     /// Deletes everything collected, queues the deletion request and switches to the disabled client id.
     func disableUpload(reason: String) {
         let old = state.clientID
+        // Recording stops before the log goes, so an event recorded meanwhile on another thread is not kept.
+        eventLog.setRecording(false)
         eventLog.deleteAll()
         for (url, _) in files.list(PendingPing.self, in: files.pingsURL) { files.remove(url) }
         do {

@@ -69,26 +69,14 @@ import SurveyWire
 }
 
 extension EventLogTests {
-    /// A seeded generator (the same cases every run).
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func randomText(_ rng: inout Seeded) -> String {
+    static func randomText(_ rng: inout SeededRandom) -> String {
         let pieces: [String] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{08}", "\u{0C}", "\u{01}", "\u{1F}",
                                 "\u{7F}", "é", "ß", "中", "😀", "e\u{301}", "{", "}", ",", ":"]
         return String((0..<Int.random(in: 0...12, using: &rng)).map { _ in pieces.randomElement(using: &rng)! }.joined())
     }
 
     @Test func aLineIsWhatJSONValueWritesAndDecodesBackToTheEvent() throws {
-        var rng = Seeded(state: 18)
+        var rng = SeededRandom(seed: 18)
         for _ in 0..<2_000 {
             let extra: [String: String]? = Bool.random(using: &rng) ? nil
                 : Dictionary((0..<Int.random(in: 0...4, using: &rng)).map { _ in (Self.randomText(&rng), Self.randomText(&rng)) }) { a, _ in a }
