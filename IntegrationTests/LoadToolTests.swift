@@ -151,6 +151,8 @@ extension Integration {
         #expect(sent.message.token == token)
         #expect(sent.message.data?["load_id"] == id)
         #expect(fcm.url == "http://r/v1/projects/survey-trio/messages:send")
+        let tree: JSONValue = ["message": ["token": .string(token), "data": ["load_id": .string(id)]]]
+        #expect(String(decoding: try #require(fcm.body), as: UTF8.self) == tree.compactText)
 
         var ios = options
         ios.platform = "ios"

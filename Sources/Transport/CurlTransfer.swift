@@ -82,7 +82,9 @@ final class CurlTransfer: @unchecked Sendable {
         }
         var list: UnsafeMutablePointer<curl_slist>? = nil
         for header in request.headers {
-            guard !header.name.contains("\r"), !header.name.contains("\n"), !header.value.contains("\r"), !header.value.contains("\n") else {
+            // Bytes, not `contains("\r")`: that is Foundation's substring search (5 % of the push driver's samples).
+            func breaksLine(_ text: String) -> Bool { text.utf8.contains { $0 == 13 || $0 == 10 } }
+            guard !breaksLine(header.name), !breaksLine(header.value) else {
                 return TransportError(code: "invalid_request", message: "header \(header.name) contains a line break")
             }
             list = curl_slist_append(list, "\(header.name): \(header.value)")

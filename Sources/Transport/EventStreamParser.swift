@@ -78,7 +78,7 @@ public struct EventStreamParser: Sendable {
         switch field {
         case "data": data.append(String(value)); sawData = true
         case "event": event = String(value)
-        case "id": if !value.contains("\0") { id = String(value) }
+        case "id": if !value.utf8.contains(0) { id = String(value) }
         default: break  // `retry` and unknown fields are ignored
         }
         return nil

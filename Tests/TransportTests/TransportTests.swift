@@ -116,6 +116,19 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         }
     }
 
+    @Test func aHeaderWithALineBreakIsRefusedBeforeAnythingIsSent() async throws {
+        let client = TransportClient()
+        defer { client.shutdown() }
+        for (name, value) in [("X-A", "one\r\nX-Injected: 1"), ("X-B", "two\nthree"), ("X-C\r", "v"), ("X-D", "\r")] {
+            do {
+                _ = try await client.send(TransportRequest(url: "http://127.0.0.1:1/", headers: [(name: name, value: value)]))
+                Issue.record("a header with a line break was sent")
+            } catch {
+                #expect(error.code == "invalid_request")
+            }
+        }
+    }
+
     @Test func shutdownFailsLaterRequests() async throws {
         let client = TransportClient()
         client.shutdown()

@@ -377,8 +377,11 @@ public enum PushLoad {
     /// The provider request for one push: FCM `messages:send` with the load id in `data`, or an APNs background push.
     static func sendRequest(id: String, token: String, options: PushLoadOptions) -> TransportRequest {
         if options.platform == "android" {
-            return jsonRequest(options.relay(for: token) + "/v1/projects/\(options.fcmProject)/messages:send",
-                               ["message": ["token": .string(token), "data": ["load_id": .string(id)]]])
+            // `{"message":{"data":{"load_id":…},"token":…}}`, the compact sorted text, without building a JSONValue tree.
+            let body = #"{"message":{"data":{"load_id":"# + JSONValue.string(id).compactText + #"},"token":"#
+                + JSONValue.string(token).compactText + "}}"
+            return TransportRequest(method: "POST", url: options.relay(for: token) + "/v1/projects/\(options.fcmProject)/messages:send",
+                                    headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8))
         }
         var request = jsonRequest(options.relay(for: token) + "/3/device/\(token)", ["aps": ["content-available": 1], "load_id": .string(id)])
         request.headers.append(("apns-push-type", "background"))
