@@ -91,7 +91,7 @@ extension SurveyClient {
         let seq = state.pingSeq
         guard let sealed = try eventLog.seal(seq: seq) else { return nil }
         var documentID: String?
-        let batch = eventLog.events(in: sealed)
+        let batch = EventLog.events(in: sealed)
         if batch.skipped > 0 { logger.warning("skipped unreadable telemetry events", metadata: ["count": "\(batch.skipped)"]) }
         if !batch.events.isEmpty {
             let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: seq)

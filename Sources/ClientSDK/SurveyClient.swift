@@ -35,7 +35,7 @@ public actor SurveyClient {
     let now: @Sendable () -> Date
     var state: ClientState {
         // Recording happens outside the actor: the event log follows the upload choice.
-        didSet { eventLog.setRecording(state.uploadEnabled ?? configuration.telemetry.uploadEnabled) }
+        didSet { eventLog.setRecording(isUploadEnabled) }
     }
     private var streamTask: BackgroundJob?
     /// The last relay message fully handled on the stream (sent as `Last-Event-ID` on reconnect).
@@ -120,10 +120,11 @@ public actor SurveyClient {
             state.pendingEvents = []
             try files.write(state, to: files.stateURL)
         }
-        eventLog.setRecording(state.uploadEnabled ?? configuration.telemetry.uploadEnabled)
         pingLimiter = PingRateLimiter(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
         // Bounded: an app that never reads the events loses the oldest, not its memory.
         (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
+        // (The actor's `isUploadEnabled` is not reachable from its initializer.)
+        eventLog.setRecording(state.uploadEnabled ?? configuration.telemetry.uploadEnabled)
     }
 
     /// Events kept by default for a consumer that has not read them yet (the oldest are dropped past it); see

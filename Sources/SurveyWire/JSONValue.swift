@@ -90,6 +90,15 @@ public enum WireJSON {
         try JSONDecoder().decode(type, from: data)
     }
 
+    /// Decodes JSON bytes with `fast` (a reader built on `JSONParser`, for hot paths), or with a `JSONDecoder` when
+    /// `fast` refuses them: `JSONParser` refuses a few texts `JSONDecoder` takes, so what is accepted stays the same, and
+    /// the errors thrown are `JSONDecoder`'s.
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8],
+                                            fast: ([UInt8]) throws(JSONParser.Failure) -> T) throws -> T {
+        if let value = try? fast(bytes) { return value }
+        return try JSONDecoder().decode(type, from: Data(bytes))
+    }
+
     /// Decodes JSON text into a value.
     public static func decode<T: Decodable>(_ type: T.Type, from text: String) throws -> T {
         try JSONDecoder().decode(type, from: Data(text.utf8))
@@ -100,61 +109,65 @@ extension JSONValue {
     /// Compact JSON text with object keys sorted, slashes not escaped, and integral numbers written without a fraction
     /// (`1` for 1.0): what `WireJSON` produces, without the cost of a `JSONEncoder`, and serde_json's form of the same
     /// value (which Nimbus's sampling hash depends on).
-    public var compactText: String {
-        var out = ""
+    public var compactText: String { String(decoding: compactBytes, as: UTF8.self) }
+
+    /// ``compactText`` as UTF-8 bytes (what goes on the wire).
+    public var compactBytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
         JSONValue.write(self, to: &out)
         return out
     }
 
-    static func write(_ value: JSONValue, to out: inout String) {
+    static func write(_ value: JSONValue, to out: inout [UInt8]) {
         switch value {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n): writeNumber(n, to: &out)
-        case .string(let s): writeString(s, to: &out)
+        case .string(let s): appendString(s, to: &out)
         case .array(let items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 write(item, to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let object):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, key) in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
-                if i > 0 { out += "," }
-                writeString(key, to: &out)
-                out += ":"
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
                 write(object[key]!, to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func writeNumber(_ n: Double, to out: inout String) {
-        if n.rounded() == n, abs(n) < 1e17 { out += String(Int64(n)) } else { out += "\(n)" }
+    static func writeNumber(_ n: Double, to out: inout [UInt8]) {
+        if n.rounded() == n, abs(n) < 1e17 { out.append(contentsOf: String(Int64(n)).utf8) } else { out.append(contentsOf: "\(n)".utf8) }
     }
 
-    static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+    /// Appends `string` as a JSON string, the way ``compactText`` writes strings: quote, backslash and control characters
+    /// escaped (`\n`, `\u001f`, ...), everything else as its UTF-8 bytes. For writers that lay out a known shape
+    /// themselves instead of building a `JSONValue` tree.
+    public static func appendString(_ string: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), byte])
+            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: out.append(byte)
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

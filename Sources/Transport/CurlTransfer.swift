@@ -81,9 +81,9 @@ final class CurlTransfer: @unchecked Sendable {
             ccurl_easy_setopt_string(easy, CURLOPT_COPYPOSTFIELDS, "")
         }
         var list: UnsafeMutablePointer<curl_slist>? = nil
+        // Bytes, not `contains("\r")`: that is Foundation's substring search (2.8 % of the push driver's samples).
+        func breaksLine(_ text: String) -> Bool { text.utf8.contains { $0 == 13 || $0 == 10 } }
         for header in request.headers {
-            // Bytes, not `contains("\r")`: that is Foundation's substring search (5 % of the push driver's samples).
-            func breaksLine(_ text: String) -> Bool { text.utf8.contains { $0 == 13 || $0 == 10 } }
             guard !breaksLine(header.name), !breaksLine(header.value) else {
                 return TransportError(code: "invalid_request", message: "header \(header.name) contains a line break")
             }

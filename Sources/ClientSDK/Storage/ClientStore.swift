@@ -117,7 +117,7 @@ struct ClientStore: Sendable {
     /// Every readable JSON file of a directory, oldest name first; unreadable ones are quarantined and skipped.
     func list<T: Decodable>(_ type: T.Type, in directory: URL) -> [(URL, T)] {
         let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? []
-        return files.filter { $0.pathExtension == "json" && !$0.lastPathComponent.hasPrefix(".") }
+        return files.filter { Self.isEntry($0.lastPathComponent) }
             .sorted { $0.lastPathComponent < $1.lastPathComponent }
             .compactMap { url in read(type, from: url).map { (url, $0) } }
     }
@@ -126,8 +126,11 @@ struct ClientStore: Sendable {
     /// directory and quarantines it).
     func count(in directory: URL) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.count { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
+        return names.count(where: Self.isEntry)
     }
+
+    /// A stored JSON file, not a temporary one (`durableWrite`'s start with a dot).
+    static func isEntry(_ name: String) -> Bool { name.hasSuffix(".json") && !name.hasPrefix(".") }
 
     /// Moves a file that cannot be used to `quarantine/`, with a `.reason` note, and logs it.
     func quarantine(_ url: URL, reason: String) {

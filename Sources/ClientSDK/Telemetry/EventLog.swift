@@ -28,6 +28,18 @@ final class EventLog: Sendable {
         var recording = true
         /// A `max_capacity` ping was asked for since the last seal.
         var batchRequested = false
+
+        mutating func closeDescriptor() {
+            if fd >= 0 { Glibc.close(fd) }
+            fd = -1
+        }
+
+        /// The open log was sealed or deleted: the next event starts a new one.
+        mutating func startOver() {
+            closeDescriptor()
+            count = 0
+            batchRequested = false
+        }
     }
     private let open: Mutex<Open>
 
@@ -41,12 +53,10 @@ final class EventLog: Sendable {
         } catch {
             throw SurveyClientError(code: "storage", message: "cannot create \(directory.path): \(error)")
         }
-        open = Mutex(Open())
-        let existing = Self.events(in: openURL).events.count
-        open.withLock { $0.count = existing }
+        open = Mutex(Open(count: Self.events(in: openURL).events.count))
     }
 
-    deinit { open.withLock { if $0.fd >= 0 { Glibc.close($0.fd) } } }
+    deinit { open.withLock { $0.closeDescriptor() } }
 
     /// What `append` tells the caller.
     enum Appended: Equatable {
@@ -82,53 +92,30 @@ final class EventLog: Sendable {
     }
 
     /// The event's JSON line, newline included: the text `JSONValue.compactText` gives for it (sorted keys, no `extra`
-    /// when nil), written byte by byte without a `JSONEncoder` or intermediate strings.
+    /// when nil), laid out directly rather than through a `JSONValue` tree or a `JSONEncoder`.
     static func line(_ event: ClientState.PendingEvent) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(96 + event.category.utf8.count + event.name.utf8.count)
         out.append(contentsOf: #"{"category":"#.utf8)
-        appendString(event.category, to: &out)
+        JSONValue.appendString(event.category, to: &out)
         if let extra = event.extra {
             out.append(contentsOf: #","extra":{"#.utf8)
             var first = true
             for key in extra.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                appendString(key, to: &out)
+                JSONValue.appendString(key, to: &out)
                 out.append(UInt8(ascii: ":"))
-                appendString(extra[key]!, to: &out)
+                JSONValue.appendString(extra[key]!, to: &out)
             }
             out.append(UInt8(ascii: "}"))
         }
         out.append(contentsOf: #","name":"#.utf8)
-        appendString(event.name, to: &out)
+        JSONValue.appendString(event.name, to: &out)
         out.append(contentsOf: #","timestampMillis":"#.utf8)
         out.append(contentsOf: String(event.timestampMillis).utf8)
         out.append(contentsOf: "}\n".utf8)
         return out
-    }
-
-    /// A JSON string: quote, backslash and control characters escaped as `JSONValue` does, everything else as its
-    /// UTF-8 bytes.
-    static func appendString(_ string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// Starts or stops recording (telemetry upload turned on or off).
@@ -138,7 +125,7 @@ final class EventLog: Sendable {
     func close() {
         open.withLock { state in
             state.recording = false
-            if state.fd >= 0 { Glibc.close(state.fd); state.fd = -1 }
+            state.closeDescriptor()
         }
     }
 
@@ -156,21 +143,18 @@ final class EventLog: Sendable {
         return (events, skipped)
     }
 
-    func events(in url: URL) -> (events: [ClientState.PendingEvent], skipped: Int) { Self.events(in: url) }
-
     /// Seals the open log as ping `seq`'s batch (or finds the batch a crash left). Nil when there is nothing to send.
     func seal(seq: Int) throws(SurveyClientError) -> URL? {
         let sealed = sealedURL(seq)
         if FileManager.default.fileExists(atPath: sealed.path) { return sealed }
         let path = openURL.path
         return try open.withLock { (state: inout Open) throws(SurveyClientError) -> URL? in
-            if state.fd >= 0 { Glibc.close(state.fd); state.fd = -1 }
+            state.closeDescriptor()
             guard FileManager.default.fileExists(atPath: path) else { return nil }
             guard rename(path, sealed.path) == 0 else {
                 throw SurveyClientError(code: "storage", message: "cannot seal \(path): \(String(cString: strerror(errno)))")
             }
-            state.count = 0
-            state.batchRequested = false
+            state.startOver()
             return sealed
         }
     }
@@ -178,13 +162,11 @@ final class EventLog: Sendable {
     /// Deletes every recorded event, sealed or not (opting out).
     func deleteAll() {
         open.withLock { state in
-            if state.fd >= 0 { Glibc.close(state.fd); state.fd = -1 }
+            state.startOver()
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
             for name in names where name.hasPrefix("events.") && name.hasSuffix(".jsonl") {
                 unlink(directory.appendingPathComponent(name).path)
             }
-            state.count = 0
-            state.batchRequested = false
         }
     }
 

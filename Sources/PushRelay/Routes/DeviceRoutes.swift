@@ -21,7 +21,7 @@ struct DeviceRoutes {
         }
         router.post("/v1/devices/{token}/ack") { request, context -> Response in
             let token = try context.parameters.require("token")
-            let body = try await request.decodeJSON(RelayWire.AckRequest.self, fast: { try? RelayWire.AckRequest(json: $0) })
+            let body = try await request.decodeJSON(RelayWire.AckRequest.self, fast: RelayWire.AckRequest.init(json:))
             guard await hub.ack(token: token, ids: body.ids) else { throw try await missing(token) }
             return JSONResponse.empty(.noContent)
         }

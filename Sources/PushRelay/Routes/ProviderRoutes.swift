@@ -72,7 +72,7 @@ struct ProviderRoutes {
         guard !body.isEmpty else { throw apnsError(.badRequest, "PayloadEmpty", apnsID: apnsID) }
         let limit = pushType == "voip" ? RelayConfiguration.maxVoIPPayloadBytes : configuration.maxAPNsPayloadBytes
         guard body.count <= limit else { throw apnsError(.contentTooLarge, "PayloadTooLarge", apnsID: apnsID) }
-        guard let payload = (try? JSONParser.parse(body)) ?? (try? JSONDecoder().decode(JSONValue.self, from: Data(body))), payload.objectValue != nil else {
+        guard let payload = try? WireJSON.decode(JSONValue.self, from: body, fast: JSONParser.parse), payload.objectValue != nil else {
             // APNs has no documented reason for malformed JSON; this relay answers BadPayload.
             throw apnsError(.badRequest, "BadPayload", apnsID: apnsID)
         }
@@ -126,15 +126,10 @@ struct ProviderRoutes {
             throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Request contains an invalid argument: message is too big")
         }
         let send: RelayWire.FCMSendRequest
-        if let fast = try? RelayWire.FCMSendRequest(json: body) {
-            send = fast
-        } else {
-            // Refused by the fast reader: the `Codable` path decides and words the error, as it always did.
-            do {
-                send = try JSONDecoder().decode(RelayWire.FCMSendRequest.self, from: Data(body))
-            } catch {
-                throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid JSON payload received: \(error)")
-            }
+        do {
+            send = try WireJSON.decode(RelayWire.FCMSendRequest.self, from: body, fast: RelayWire.FCMSendRequest.init(json:))
+        } catch {
+            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid JSON payload received: \(error)")
         }
         guard let token = send.message.token, !token.isEmpty else {
             throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Request contains an invalid argument: message.token is required")
@@ -172,7 +167,7 @@ struct ProviderRoutes {
         switch await hub.send(token: token, platformRequired: nil, message: message) {
         case .accepted:
             // `FCMSendResponse`'s one field, written without a `JSONEncoder` (the hot path).
-            return JSONResponse.make(data: Data(JSONValue.object(["name": .string("projects/\(project)/messages/\(id)")]).compactText.utf8))
+            return JSONResponse.make(data: Data(JSONValue.object(["name": .string("projects/\(project)/messages/\(id)")]).compactBytes))
         case .unknownToken, .wrongPlatform:
             throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token")
         case .unregistered:

@@ -370,18 +370,22 @@ public enum PushLoad {
         jsonRequest(url, ["ids": [.string(id)]])
     }
 
-    static func jsonRequest(_ url: String, _ body: JSONValue) -> TransportRequest {
-        TransportRequest(method: "POST", url: url, headers: [(name: "Content-Type", value: "application/json")], body: Array(body.compactText.utf8))
+    static func jsonRequest(_ url: String, _ body: JSONValue) -> TransportRequest { jsonRequest(url, bytes: body.compactBytes) }
+
+    static func jsonRequest(_ url: String, bytes: [UInt8]) -> TransportRequest {
+        TransportRequest(method: "POST", url: url, headers: [(name: "Content-Type", value: "application/json")], body: bytes)
     }
 
     /// The provider request for one push: FCM `messages:send` with the load id in `data`, or an APNs background push.
     static func sendRequest(id: String, token: String, options: PushLoadOptions) -> TransportRequest {
         if options.platform == "android" {
             // `{"message":{"data":{"load_id":…},"token":…}}`, the compact sorted text, without building a JSONValue tree.
-            let body = #"{"message":{"data":{"load_id":"# + JSONValue.string(id).compactText + #"},"token":"#
-                + JSONValue.string(token).compactText + "}}"
-            return TransportRequest(method: "POST", url: options.relay(for: token) + "/v1/projects/\(options.fcmProject)/messages:send",
-                                    headers: [(name: "Content-Type", value: "application/json")], body: Array(body.utf8))
+            var body = Array(#"{"message":{"data":{"load_id":"#.utf8)
+            JSONValue.appendString(id, to: &body)
+            body += #"},"token":"#.utf8
+            JSONValue.appendString(token, to: &body)
+            body += "}}".utf8
+            return jsonRequest(options.relay(for: token) + "/v1/projects/\(options.fcmProject)/messages:send", bytes: body)
         }
         var request = jsonRequest(options.relay(for: token) + "/3/device/\(token)", ["aps": ["content-available": 1], "load_id": .string(id)])
         request.headers.append(("apns-push-type", "background"))
