@@ -7,8 +7,9 @@ import Testing
 import TrioTesting
 
 extension Integration {
-/// The relay's own HTTP/1 connection handling (`RelayHTTPHandler`), byte for byte over a plain socket: keep-alive,
-/// pipelining, `Connection: close`, bad requests, oversized bodies, and event streams opened, replaced and left.
+/// The servers' own HTTP/1 connection handling (`BufferedHTTPChannel`, with the relay's `RelayConnection` in front),
+/// byte for byte over a plain socket: keep-alive, pipelining, `Connection: close`, bad requests, oversized bodies, and
+/// event streams opened, replaced and left.
 @Suite(.timeLimit(.minutes(2))) struct RelayConnectionTests {
     @Test func keepAliveAndPipelinedRequestsAreAnsweredInOrder() async throws {
         try await Trio.with { trio in
@@ -24,6 +25,40 @@ extension Integration {
             let third = try socket.readResponse()
             #expect(second.status == 404)
             #expect(third.status == 200)
+        }
+    }
+
+    /// Both servers answer through the same connection handler: every response names the server, carries an
+    /// IMF-fixdate `Date` and its body's length, and a form posted in two writes with another request pipelined
+    /// behind it is answered in order.
+    @Test func bothServersAnswerWithServerDateAndLength() async throws {
+        try await Trio.with { trio in
+            let dateFormat = DateFormatter()
+            dateFormat.locale = Locale(identifier: "en_US_POSIX")
+            dateFormat.timeZone = TimeZone(identifier: "GMT")
+            dateFormat.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            func check(_ response: RawSocket.Response, server: String) throws {
+                #expect(response.headers["server"] == server)
+                #expect(response.headers["content-length"] == String(response.body.utf8.count))
+                let date = try #require(response.headers["date"].flatMap { dateFormat.date(from: $0) }, "no IMF-fixdate Date header")
+                #expect(abs(date.timeIntervalSinceNow) < 60)
+            }
+            let relay = try RawSocket(trio.relay.url)
+            try relay.send("GET /__control/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            try check(try relay.readResponse(), server: "push-relay")
+            let socket = try RawSocket(trio.server.url)
+            let form = "patient_id=nobody1&password=x&device_id=d"
+            try socket.send("POST /register_user HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                            + "Content-Length: \(form.utf8.count)\r\n\r\n" + form.prefix(10))
+            try await Task.sleep(for: .milliseconds(50))
+            try socket.send(String(form.dropFirst(10)) + "GET /__admin/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let refused = try socket.readResponse()
+            #expect(refused.status == 403)
+            #expect(refused.body.contains("invalid_credentials"))
+            try check(refused, server: "mock-server")
+            let health = try socket.readResponse()
+            #expect(health.status == 200)
+            try check(health, server: "mock-server")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ServerSupport
 import SurveyWire
 import SurveyCrypto
@@ -66,8 +67,12 @@ public struct MockServer: Sendable {
     public func run(options: LaunchOptions) async throws {
         defer { httpClient.shutdown() }
         do {
+            let configuration = context.configuration
+            let connections = BufferedHTTPChannel(
+                responder: makeRouter().buildResponder(), bodyCap: max(configuration.maxBodyBytes, configuration.maxUploadBytes) + 1,
+                serverName: options.serviceName, logger: context.logger, limits: options.connections)
             try await ServerLauncher.run(
-                responder: makeRouter().buildResponder(), options: options, bound: context.bound,
+                childChannel: connections, eventLoopThreads: System.coreCount, options: options, bound: context.bound,
                 services: [SchedulerService(context: context)], logger: context.logger)
         } catch {
             await context.store.close()

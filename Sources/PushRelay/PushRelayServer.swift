@@ -85,7 +85,7 @@ public struct PushRelayServer: Sendable {
     }
 
     /// The router with every route of the relay but the event stream (`GET /v1/devices/{token}/stream`), which
-    /// `RelayHTTPHandler` serves on the connection itself. Not public: on its own it would be a relay without streams.
+    /// `RelayConnection` serves on the connection itself. Not public: on its own it would be a relay without streams.
     func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let routes = RouteTableBox()
@@ -104,10 +104,11 @@ public struct PushRelayServer: Sendable {
 
     /// Runs the relay until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
     public func run(options: LaunchOptions, logger: Logger) async throws {
-        let connections = RelayChildChannel(
-            responder: makeRouter().buildResponder(), hub: hub,
-            bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1, serverName: options.serviceName, logger: logger,
-            controlToken: configuration.controlToken, bound: bound, limits: configuration.connections, journal: journal)
+        let relay = RelayConnection(hub: hub, serverName: options.serviceName, controlToken: configuration.controlToken, bound: bound,
+                                    journal: journal)
+        let connections = BufferedHTTPChannel(
+            responder: makeRouter().buildResponder(), bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
+            serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept)
         // Twice as many event loops as cores: in a reconnect storm each loop has a burst of accepts and stream opens to
         // work through, and a request on a loop behind such a burst waits for all of it. With more loops than cores the
         // kernel shares the CPU between them, and each has a smaller part of the burst ahead of a request (measured on

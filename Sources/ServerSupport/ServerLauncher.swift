@@ -43,26 +43,11 @@ public final class BoundAddress: Sendable {
     func set(_ url: String) { value.withLock { $0 = url } }
 }
 
-/// Runs a Hummingbird router as a process-level server: binds, prints the READY line to stdout once it
-/// accepts connections, and stops gracefully on SIGTERM/SIGINT or when the parent process is gone.
+/// Runs a server as a process: binds, prints the READY line to stdout once it accepts connections, and stops
+/// gracefully on SIGTERM/SIGINT or when the parent process is gone.
 public enum ServerLauncher {
-    public static func run<Responder: HTTPResponder>(
-        responder: Responder, options: LaunchOptions, bound: BoundAddress, services: [any Service] = [], logger: Logger
-    ) async throws where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
-        let server = serverConfiguration(options)
-        let app = Application(
-            responder: responder,
-            server: .guardedHTTP1(limits: options.connections, serverName: options.serviceName),
-            configuration: ApplicationConfiguration(address: server.address, serverName: server.serverName, backlog: server.backlog,
-                                                    availableConnectionsDelegate: server.availableConnectionsDelegate),
-            onServerRunning: { channel in announce(channel, options: options, bound: bound) },
-            logger: logger
-        )
-        try await supervise(server: app, options: options, services: services, logger: logger)
-    }
-
-    /// Runs a server whose connections are served by `childChannel`'s pipeline (the relay's event streams), bound and
-    /// supervised like the router servers above, on `eventLoopThreads` NIO threads.
+    /// Runs a server whose connections are served by `childChannel`'s pipeline (both servers use a
+    /// ``BufferedHTTPChannel`` around their router), on `eventLoopThreads` NIO threads.
     public static func run(
         childChannel: some ServerChildChannel, eventLoopThreads: Int, options: LaunchOptions, bound: BoundAddress,
         services: [any Service] = [], logger: Logger

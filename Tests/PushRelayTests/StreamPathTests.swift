@@ -10,12 +10,12 @@ import Testing
         ("/v1/devices/a%3Ab/stream", "a%3Ab"),
     ])
     func streamPathsGiveTheirToken(_ uri: String, _ token: String) {
-        #expect(RelayHTTPHandler.streamToken(uri) == token)
+        #expect(RelayConnection.streamToken(uri) == token)
     }
 
     @Test(arguments: ["/v1/devices//stream", "/v1/devices/stream", "/v1/devices/a/b/stream", "/v1/devices/abc/streams",
                       "/v1/devices/abc", "/v2/devices/abc/stream", "/v1/devices/abc/stream/", "/__control/health", "", "?/v1/devices/a/stream"])
     func otherPathsAreNotStreams(_ uri: String) {
-        #expect(RelayHTTPHandler.streamToken(uri) == nil)
+        #expect(RelayConnection.streamToken(uri) == nil)
     }
 }

@@ -18,7 +18,7 @@ struct ControlRoutes {
     struct ClockNow: Codable { var now: String }
 
     func add(to router: Router<BasicRequestContext>) {
-        // `GET /__control/health` is answered by `RelayHTTPHandler` on the connection's event loop, before the router.
+        // `GET /__control/health` is answered by `RelayConnection` on the connection's event loop, before the router.
         router.get("/__control/stats") { _, _ -> Response in JSONResponse.make(await hub.stats()) }
         router.get("/__control/devices/{token}") { _, context -> Response in
             let token = try context.parameters.require("token")

@@ -4,7 +4,7 @@ import ServerSupport
 import SurveyWire
 
 /// The device link (PROTOCOL.md §4): tokens, acks, rotation and uninstall. The event stream
-/// (`GET /v1/devices/{token}/stream`) is served by the connection handler itself (`RelayHTTPHandler`), not the router.
+/// (`GET /v1/devices/{token}/stream`) is served by the connection handler itself (`RelayConnection`), not the router.
 struct DeviceRoutes {
     let hub: RelayHub
     let configuration: RelayConfiguration

@@ -200,7 +200,7 @@ public final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChanne
 }
 
 /// Behind the HTTP decoder: counts requests in flight and turns parse errors into JSON refusals. Generic over the part
-/// types, since the relay's pipeline carries swift-nio's HTTP/1 parts and the mock server's (Hummingbird) HTTP types'.
+/// types; both servers' pipelines (``BufferedHTTPChannel``) carry swift-nio's HTTP/1 parts.
 public final class RequestPartsHygieneHandler<RequestPart, ResponsePart>: ChannelDuplexHandler, RemovableChannelHandler {
     public typealias InboundIn = RequestPart
     public typealias InboundOut = RequestPart
@@ -236,19 +236,6 @@ public final class RequestPartsHygieneHandler<RequestPart, ResponsePart>: Channe
 extension RequestPartsHygieneHandler where RequestPart == HTTPServerRequestPart, ResponsePart == HTTPServerResponsePart {
     /// For swift-nio's HTTP/1 parts (the relay).
     public convenience init(nio hygiene: ConnectionHygiene) {
-        self.init(hygiene, classify: { part in
-            switch part {
-            case .head: true
-            case .end: false
-            case .body: nil
-            }
-        }, isResponseEnd: { if case .end = $0 { true } else { false } })
-    }
-}
-
-extension RequestPartsHygieneHandler where RequestPart == HTTPRequestPart, ResponsePart == HTTPResponsePart {
-    /// For HTTP types' parts (Hummingbird's pipeline, the mock server).
-    public convenience init(httpTypes hygiene: ConnectionHygiene) {
         self.init(hygiene, classify: { part in
             switch part {
             case .head: true
