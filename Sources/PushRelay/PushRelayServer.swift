@@ -108,7 +108,8 @@ public struct PushRelayServer: Sendable {
                                     journal: journal)
         let connections = BufferedHTTPChannel(
             responder: makeRouter().buildResponder(), bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
-            serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept)
+            serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept,
+            onEventLoop: true)
         // Twice as many event loops as cores: in a reconnect storm each loop has a burst of accepts and stream opens to
         // work through, and a request on a loop behind such a burst waits for all of it. With more loops than cores the
         // kernel shares the CPU between them, and each has a smaller part of the burst ahead of a request (measured on

@@ -31,13 +31,17 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     let logger: Logger
     let limits: ConnectionLimits
     let intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?
+    let onEventLoop: Bool
 
     /// - Parameters:
     ///   - bodyCap: bytes of a request body kept; past it the rest is dropped (give one more than the routes' largest
     ///     limit, so they still see an over-long body and answer 413).
     ///   - intercept: sees each request first, on the event loop, and may take it (the relay's event streams).
+    ///   - onEventLoop: run each request's task on its connection's event loop (``EventLoopTaskExecutor``) rather than
+    ///     on Swift's cooperative pool; for routes that never block for long.
     public init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, limits: ConnectionLimits,
-                intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil) {
+                intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false) {
+        self.onEventLoop = onEventLoop
         self.responder = responder
         self.bodyCap = bodyCap
         self.serverName = serverName
@@ -60,7 +64,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try pipeline.addHandler(RequestPartsHygieneHandler(nio: hygiene), position: .after(decoder))
             try pipeline.addHandler(BufferedHTTPHandler(responder: responder, bodyCap: bodyCap, serverName: serverName, logger: logger,
-                                                        hygiene: hygiene, intercept: intercept))
+                                                        hygiene: hygiene, intercept: intercept,
+                                                        onEventLoop: onEventLoop))
             return Value(channel: channel)
         }
     }
@@ -138,12 +143,17 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private let logger: Logger
     private let hygiene: ConnectionHygiene
     private let intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?
+    private let onEventLoop: Bool
+    /// Where request tasks run: the connection's event loop, or (nil) Swift's cooperative pool. Made at the first
+    /// request the router answers (an event stream's connection never needs one).
+    private var executor: EventLoopTaskExecutor?
     private var state = State.idle
     /// The client closed its sending side after a request: answer it, then close (no further request can come).
     private var inputClosed = false
 
     init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, hygiene: ConnectionHygiene,
-         intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?) {
+         intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?, onEventLoop: Bool) {
+        self.onEventLoop = onEventLoop
         self.responder = responder
         self.bodyCap = bodyCap
         self.serverName = serverName
@@ -236,7 +246,11 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         }
         let requestContext = Responder.Context(source: ApplicationRequestContextSource(channel: channel, logger: logger))
         let responder = self.responder
-        Task { await BufferedHTTPHandler.answer(request, context: requestContext, responder: responder, keepAlive: keepAlive, handler: handler, channel: channel) }
+        if onEventLoop, executor == nil { executor = EventLoopTaskExecutor(context.eventLoop) }
+        Task(executorPreference: executor) {
+            await BufferedHTTPHandler.answer(request, context: requestContext, responder: responder, keepAlive: keepAlive, handler: handler,
+                                             channel: channel)
+        }
     }
 
     private static func answer(_ request: Request, context: Responder.Context, responder: Responder, keepAlive: Bool,

@@ -1,0 +1,21 @@
+import NIOCore
+
+/// A Swift task executor that runs jobs on one NIO event loop.
+///
+/// A request task started with this executor preference runs on its connection's event loop, and so do the default
+/// actors it calls while they are free: a request that reads, awaits an actor and writes its answer does all of it on
+/// one thread, instead of waking a thread of Swift's cooperative pool and then the event loop again (each wake a
+/// futex or eventfd write and a context switch). Work that suspends on something else (a database commit, another
+/// event loop's actor) comes back through `execute`, which wakes the loop only when called from another thread.
+public final class EventLoopTaskExecutor: TaskExecutor {
+    public let eventLoop: any EventLoop
+
+    public init(_ eventLoop: any EventLoop) {
+        self.eventLoop = eventLoop
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
