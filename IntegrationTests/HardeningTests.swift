@@ -199,6 +199,29 @@ extension Integration {
                 #expect(try idle.readToEnd().isEmpty)
                 let held = ContinuousClock.now - opened
                 #expect(held >= .milliseconds(1500) && held < .seconds(5), "\(url): idle connection held \(held)")
+
+                // Answered requests move the deadlines without new timers: the request deadline's timer fires during
+                // the idle time after an answer, finds the idle deadline later and waits for it. A slow request after
+                // that still gets its own request deadline.
+                let kept = try RawSocket(url)
+                for _ in 0..<3 {
+                    try kept.send("GET /__admin/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    _ = try kept.readResponse()
+                    try await Task.sleep(for: .milliseconds(1200))
+                }
+                try kept.send("GET /__admin/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                let slowAgain = ContinuousClock.now
+                #expect(try kept.readResponse().status == 408, "\(url): the request deadline after idle time")
+                let late = ContinuousClock.now - slowAgain
+                #expect(late >= .milliseconds(800) && late < .seconds(3), "\(url): request deadline after \(late)")
+
+                let answered = try RawSocket(url)
+                try answered.send("GET /__admin/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                _ = try answered.readResponse()
+                let idleSince = ContinuousClock.now
+                #expect(try answered.readToEnd().isEmpty)
+                let idleHeld = ContinuousClock.now - idleSince
+                #expect(idleHeld >= .milliseconds(1500) && idleHeld < .seconds(5), "\(url): idle after an answer held \(idleHeld)")
             }
         }
     }

@@ -53,7 +53,12 @@ public final class ConnectionHygiene {
     private(set) var inFlight = 0
     /// Whether the current request's first line has ended (tells 414, a target too long, from 431).
     private var requestLineEnded = false
-    private var deadline: Scheduled<Void>?
+    /// The current phase's deadline (idle or reading), if it has one.
+    private var due: (at: NIODeadline, phase: Phase)?
+    /// The one timer of this connection, and when it fires. It is moved only when a deadline comes before it; otherwise
+    /// it fires, finds the deadline later, and waits again: a keep-alive connection's requests schedule no timers.
+    private var timer: Scheduled<Void>?
+    private var timerAt: NIODeadline?
     /// The front handler's context: refusals are written from there as raw bytes, past the HTTP encoder.
     fileprivate var front: ChannelHandlerContext?
     private let serverName: String
@@ -98,8 +103,10 @@ public final class ConnectionHygiene {
 
     fileprivate func closed() {
         phase = .closed
-        deadline?.cancel()
-        deadline = nil
+        due = nil
+        timer?.cancel()
+        timer = nil
+        timerAt = nil
     }
 
     // MARK: Deadlines
@@ -107,18 +114,47 @@ public final class ConnectionHygiene {
     private func enter(_ next: Phase) {
         guard phase != .closed else { return }
         phase = next
-        deadline?.cancel()
-        deadline = nil
-        guard let front else { return }
         switch next {
         case .idle:
             requestLineEnded = false
-            deadline = front.eventLoop.scheduleTask(in: limits.idleTimeout) { [weak self] in self?.close() }
+            due = (.now() + limits.idleTimeout, .idle)
+        case .reading:
+            due = (.now() + limits.requestTimeout, .reading)
+        case .busy, .closed:
+            due = nil
+        case .streaming:
+            // For good: no timer stays pending for a stream (thousands of them would sit in the event loops' heaps).
+            due = nil
+            timer?.cancel()
+            timer = nil
+            timerAt = nil
+        }
+        arm()
+    }
+
+    /// Makes the timer fire no later than the current deadline.
+    private func arm() {
+        guard let due, let front else { return }
+        if let timerAt, timerAt <= due.at { return }
+        timer?.cancel()
+        timerAt = due.at
+        timer = front.eventLoop.scheduleTask(deadline: due.at) { [weak self] in self?.timerFired() }
+    }
+
+    private func timerFired() {
+        timer = nil
+        timerAt = nil
+        guard phase != .closed, let due else { return }
+        guard NIODeadline.now() >= due.at else {
+            arm()
+            return
+        }
+        switch due.phase {
+        case .idle:
+            close()
         case .reading:
             let seconds = limits.requestTimeout.nanoseconds / 1_000_000_000
-            deadline = front.eventLoop.scheduleTask(in: limits.requestTimeout) { [weak self] in
-                self?.refuse(status: .requestTimeout, code: "request_timeout", "the request was not read whole within \(seconds) s")
-            }
+            refuse(status: .requestTimeout, code: "request_timeout", "the request was not read whole within \(seconds) s")
         case .busy, .streaming, .closed:
             break
         }
