@@ -21,7 +21,9 @@ import Glibc
 /// them), and no route streams its response.
 public struct BufferedHTTPChannel<Responder: HTTPResponder>: ServerChildChannel
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
+    /// A set-up connection (Hummingbird's server keeps it until `handle` returns, which is at once).
     public struct Value: ServerChildChannelValue {
+        /// The connection's channel.
         public let channel: any Channel
     }
 
@@ -50,6 +52,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         self.intercept = intercept
     }
 
+    /// Builds the connection's pipeline: deadlines, NIO's HTTP/1 codec with pipelining assistance, the request
+    /// counter, then the handler that reads requests whole and answers them.
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
@@ -76,8 +80,11 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
 /// A request read whole, as an interceptor sees it (on the connection's event loop).
 public struct BufferedRequest: Sendable {
+    /// The request line and headers.
     public let head: HTTPRequestHead
+    /// The whole body (at most the channel's body cap).
     public let body: ByteBuffer
+    /// The connection it came on.
     public let channel: any Channel
     let write: @Sendable (HTTPResponse, ByteBuffer, _ close: Bool) -> Void
     let startStream: @Sendable (_ closed: @escaping @Sendable () -> Void) -> Void
