@@ -202,7 +202,7 @@ extension SurveyClient {
         var request = TransportRequest(method: "POST", url: "\(telemetryURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
                                   headers: [("Content-Type", "application/json; charset=utf-8"),
                                             ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion) (Swift on Linux)"),
-                                            ("Date", Self.httpDate(now()))], body: body)
+                                            ("Date", WireTime.httpDate(now()))], body: body)
         if configuration.gzipTelemetry {
             body = Gzip.compress(body)
             request.body = body
@@ -267,15 +267,6 @@ extension SurveyClient {
             }
         }
         return out
-    }
-
-    /// An RFC 7231 date (`Sun, 22 Nov 2026 18:00:00 GMT`).
-    static func httpDate(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.string(from: date)
     }
 
     // MARK: Opting out

@@ -37,6 +37,20 @@ public enum WireTime {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// An HTTP date (RFC 9110 IMF-fixdate, `Sun, 22 Nov 2026 18:00:00 GMT`), whole seconds, without `DateFormatter`.
+    public static func httpDate(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let (y, mo, d, h, mi, s) = civil(seconds)
+        // 1970-01-01 was a Thursday.
+        let weekday = Int((floorDiv(seconds, 86400) % 7 + 11) % 7)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let year = String(y)
+        return "\(days[weekday]), \(two(d)) \(months[mo - 1]) \(String(repeating: "0", count: max(0, 4 - year.count)))\(year) "
+            + "\(two(h)):\(two(mi)):\(two(s)) GMT"
+    }
+
     /// Beiwe's push `sent_time`: `%Y-%m-%dT%H:%M:%S` in UTC, with no zone suffix.
     public static func beiweSentTime(_ date: Date) -> String {
         String(format(date).prefix(19))

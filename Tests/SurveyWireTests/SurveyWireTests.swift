@@ -80,6 +80,21 @@ import Testing
             #expect(WireTime.format(date, milliseconds: true) == expected + String(format: ".%03d", Int(whole - seconds * 1000)) + "Z")
         }
     }
+
+    @Test func httpDatesMatchFoundationsIMFFixdate() {
+        // The servers' `Date` header and the SDK's ping uploads: 2,000 instants from 1900 to 2200 (a fixed seed),
+        // before the epoch included, against DateFormatter's RFC 9110 form.
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        var generator = SeededGenerator(seed: 0x9110)
+        for _ in 0..<2_000 {
+            let date = Date(timeIntervalSince1970: Double(Int64.random(in: -2_208_988_800...7_258_118_400, using: &generator)))
+            #expect(WireTime.httpDate(date) == formatter.string(from: date))
+        }
+        #expect(WireTime.httpDate(Date(timeIntervalSince1970: 1_795_975_200)) == "Sun, 29 Nov 2026 18:00:00 GMT")
+    }
 }
 
 @Suite struct SurveyPushTests {

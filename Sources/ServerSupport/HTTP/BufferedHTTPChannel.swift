@@ -6,9 +6,8 @@ import NIOCore
 import NIOHTTP1
 import NIOHTTPTypesHTTP1
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
+import SurveyWire
+import Foundation
 
 /// HTTP/1 connections served by NIO channel handlers, with each request read whole on its event loop before the
 /// router sees it, instead of Hummingbird's connection task.
@@ -69,7 +68,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             try pipeline.addHandler(RequestPartsHygieneHandler(nio: hygiene), position: .after(decoder))
             try pipeline.addHandler(BufferedHTTPHandler(responder: responder, bodyCap: bodyCap, serverName: serverName, logger: logger,
                                                         hygiene: hygiene, intercept: intercept,
-                                                        onEventLoop: onEventLoop))
+                                                        executor: onEventLoop ? EventLoopTaskExecutor(channel.eventLoop) : nil))
             return Value(channel: channel)
         }
     }
@@ -101,11 +100,7 @@ public struct BufferedRequest: Sendable {
     /// Writes a whole response and lets the next request in; `close` closes the connection after it (as does a request
     /// that asked for that). May be called from any thread.
     public func respond(_ response: HTTPResponse, _ body: ByteBuffer, close: Bool = false) {
-        if channel.eventLoop.inEventLoop {
-            write(response, body, close)
-        } else {
-            channel.eventLoop.execute { [write] in write(response, body, close) }
-        }
+        channel.eventLoop.runNowOrLater { [write] in write(response, body, close) }
     }
 
     /// Writes a router-style response (a refusal's `makeResponse()`), its body collected first.
@@ -150,17 +145,15 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private let logger: Logger
     private let hygiene: ConnectionHygiene
     private let intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?
-    private let onEventLoop: Bool
-    /// Where request tasks run: the connection's event loop, or (nil) Swift's cooperative pool. Made at the first
-    /// request the router answers (an event stream's connection never needs one).
-    private var executor: EventLoopTaskExecutor?
+    /// Where request tasks run: the connection's event loop, or (nil) Swift's cooperative pool.
+    private let executor: EventLoopTaskExecutor?
     private var state = State.idle
     /// The client closed its sending side after a request: answer it, then close (no further request can come).
     private var inputClosed = false
 
     init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, hygiene: ConnectionHygiene,
-         intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?, onEventLoop: Bool) {
-        self.onEventLoop = onEventLoop
+         intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?, executor: EventLoopTaskExecutor?) {
+        self.executor = executor
         self.responder = responder
         self.bodyCap = bodyCap
         self.serverName = serverName
@@ -253,7 +246,6 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         }
         let requestContext = Responder.Context(source: ApplicationRequestContextSource(channel: channel, logger: logger))
         let responder = self.responder
-        if onEventLoop, executor == nil { executor = EventLoopTaskExecutor(context.eventLoop) }
         Task(executorPreference: executor) {
             await BufferedHTTPHandler.answer(request, context: requestContext, responder: responder, keepAlive: keepAlive, handler: handler,
                                              channel: channel)
@@ -281,11 +273,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     private static func reply(_ response: Response, keepAlive: Bool, handler: NIOLoopBound<BufferedHTTPHandler>, channel: any Channel) async {
         let bytes = await collectBody(response.body)
         let head = response.head
-        if channel.eventLoop.inEventLoop {
-            handler.value.write(head, bytes, keepAlive: keepAlive, channel: channel)
-        } else {
-            channel.eventLoop.execute { handler.value.write(head, bytes, keepAlive: keepAlive, channel: channel) }
-        }
+        channel.eventLoop.runNowOrLater { handler.value.write(head, bytes, keepAlive: keepAlive, channel: channel) }
     }
 
     /// Writes a whole response; closes the connection after it when the request asked for that.
@@ -330,27 +318,23 @@ private struct BodyCollector: ResponseBodyWriter, Sendable {
     func finish(_ trailingHeaders: HTTPFields?) async throws {}
 }
 
-/// The `Date` header's value (RFC 9110 IMF-fixdate), formatted once per second for every connection.
+/// The `Date` header's value, formatted once per second for every connection.
 enum HTTPDate {
-    private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
+    private static let cache = Mutex<(second: Int64, text: String)>((.min, ""))
 
     static var now: String {
-        var seconds = time(nil)
+        let now = Date()
+        let second = Int64(now.timeIntervalSince1970.rounded(.down))
         return cache.withLock { cached in
-            if cached.second != seconds {
-                var parts = tm()
-                gmtime_r(&seconds, &parts)
-                cached = (seconds, format(parts))
-            }
+            if cached.second != second { cached = (second, WireTime.httpDate(now)) }
             return cached.text
         }
     }
+}
 
-    static func format(_ t: tm) -> String {
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-        func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-        return "\(days[Int(t.tm_wday)]), \(two(t.tm_mday)) \(months[Int(t.tm_mon)]) \(t.tm_year + 1900) "
-            + "\(two(t.tm_hour)):\(two(t.tm_min)):\(two(t.tm_sec)) GMT"
+extension EventLoop {
+    /// Runs `body` at once when called on this loop, else queues it there.
+    func runNowOrLater(_ body: @escaping @Sendable () -> Void) {
+        if inEventLoop { body() } else { execute(body) }
     }
 }

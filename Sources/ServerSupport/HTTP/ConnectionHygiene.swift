@@ -1,7 +1,6 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import NIOHTTPTypes
 import SurveyWire
 
 /// Connection timeouts and the pipelining cap, the same on both servers (defaults in docs/DECISIONS.md, "Limits").
@@ -54,7 +53,7 @@ public final class ConnectionHygiene {
     /// Whether the current request's first line has ended (tells 414, a target too long, from 431).
     private var requestLineEnded = false
     /// The current phase's deadline (idle or reading), if it has one.
-    private var due: (at: NIODeadline, phase: Phase)?
+    private var dueAt: NIODeadline?
     /// The one timer of this connection, and when it fires. It is moved only when a deadline comes before it; otherwise
     /// it fires, finds the deadline later, and waits again: a keep-alive connection's requests schedule no timers.
     private var timer: Scheduled<Void>?
@@ -103,10 +102,8 @@ public final class ConnectionHygiene {
 
     fileprivate func closed() {
         phase = .closed
-        due = nil
-        timer?.cancel()
-        timer = nil
-        timerAt = nil
+        dueAt = nil
+        cancelTimer()
     }
 
     // MARK: Deadlines
@@ -117,39 +114,44 @@ public final class ConnectionHygiene {
         switch next {
         case .idle:
             requestLineEnded = false
-            due = (.now() + limits.idleTimeout, .idle)
+            dueAt = .now() + limits.idleTimeout
         case .reading:
-            due = (.now() + limits.requestTimeout, .reading)
+            dueAt = .now() + limits.requestTimeout
         case .busy, .closed:
-            due = nil
+            dueAt = nil
         case .streaming:
             // For good: no timer stays pending for a stream (thousands of them would sit in the event loops' heaps).
-            due = nil
-            timer?.cancel()
-            timer = nil
-            timerAt = nil
+            dueAt = nil
+            cancelTimer()
         }
         arm()
     }
 
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+        timerAt = nil
+    }
+
     /// Makes the timer fire no later than the current deadline.
     private func arm() {
-        guard let due, let front else { return }
-        if let timerAt, timerAt <= due.at { return }
+        guard let dueAt, let front else { return }
+        if let timerAt, timerAt <= dueAt { return }
         timer?.cancel()
-        timerAt = due.at
-        timer = front.eventLoop.scheduleTask(deadline: due.at) { [weak self] in self?.timerFired() }
+        timerAt = dueAt
+        timer = front.eventLoop.scheduleTask(deadline: dueAt) { [weak self] in self?.timerFired() }
     }
 
     private func timerFired() {
         timer = nil
         timerAt = nil
-        guard phase != .closed, let due else { return }
-        guard NIODeadline.now() >= due.at else {
+        guard let dueAt else { return }
+        guard NIODeadline.now() >= dueAt else {
             arm()
             return
         }
-        switch due.phase {
+        // A deadline is set only while idle or reading, so the phase says which one passed.
+        switch phase {
         case .idle:
             close()
         case .reading:
@@ -235,49 +237,35 @@ public final class ConnectionTimerHandler: ChannelDuplexHandler, RemovableChanne
     }
 }
 
-/// Behind the HTTP decoder: counts requests in flight and turns parse errors into JSON refusals. Generic over the part
-/// types; both servers' pipelines (``BufferedHTTPChannel``) carry swift-nio's HTTP/1 parts.
-public final class RequestPartsHygieneHandler<RequestPart, ResponsePart>: ChannelDuplexHandler, RemovableChannelHandler {
-    public typealias InboundIn = RequestPart
-    public typealias InboundOut = RequestPart
-    public typealias OutboundIn = ResponsePart
-    public typealias OutboundOut = ResponsePart
+/// Behind the HTTP decoder: counts requests in flight and turns parse errors into JSON refusals.
+public final class RequestPartsHygieneHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    public typealias InboundIn = HTTPServerRequestPart
+    public typealias InboundOut = HTTPServerRequestPart
+    public typealias OutboundIn = HTTPServerResponsePart
+    public typealias OutboundOut = HTTPServerResponsePart
 
     let hygiene: ConnectionHygiene
-    /// true for a request's head, false for its end, nil for body parts.
-    let classify: (RequestPart) -> Bool?
-    let isResponseEnd: (ResponsePart) -> Bool
 
-    init(_ hygiene: ConnectionHygiene, classify: @escaping (RequestPart) -> Bool?, isResponseEnd: @escaping (ResponsePart) -> Bool) {
+    /// Counts for `hygiene`'s connection (swift-nio's HTTP/1 parts, as ``BufferedHTTPChannel`` carries them).
+    public init(nio hygiene: ConnectionHygiene) {
         self.hygiene = hygiene
-        self.classify = classify
-        self.isResponseEnd = isResponseEnd
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if let head = classify(unwrapInboundIn(data)) { hygiene.requestPart(head: head) }
+        switch unwrapInboundIn(data) {
+        case .head: hygiene.requestPart(head: true)
+        case .end: hygiene.requestPart(head: false)
+        case .body: break
+        }
         context.fireChannelRead(data)
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if isResponseEnd(unwrapOutboundIn(data)) { hygiene.responseEnd() }
+        if case .end = unwrapOutboundIn(data) { hygiene.responseEnd() }
         context.write(data, promise: promise)
     }
 
     public func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if !hygiene.answered(error) { context.fireErrorCaught(error) }
-    }
-}
-
-extension RequestPartsHygieneHandler where RequestPart == HTTPServerRequestPart, ResponsePart == HTTPServerResponsePart {
-    /// For swift-nio's HTTP/1 parts (the relay).
-    public convenience init(nio hygiene: ConnectionHygiene) {
-        self.init(hygiene, classify: { part in
-            switch part {
-            case .head: true
-            case .end: false
-            case .body: nil
-            }
-        }, isResponseEnd: { if case .end = $0 { true } else { false } })
     }
 }
