@@ -55,6 +55,7 @@ final class CurlDriver: Sendable {
         }
         if maxConnectionsPerHost > 0 {
             ccurl_multi_setopt_long(m, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnectionsPerHost)
+            ccurl_multi_setopt_long(m, CURLMOPT_MAXCONNECTS, maxConnectionsPerHost)
         }
         let thread = Thread { [self] in self.run() }
         thread.name = "curl-driver"

@@ -58,6 +58,12 @@ final class TestServer: Sendable {
                 throw CancellationError()
             }
         }
+        // Answers after a while, keeping the connection (`/slow` watches for the client leaving, which ends it).
+        router.get("/delay") { request, _ -> String in
+            let ms = Int(request.uri.queryParameters["ms"].map(String.init) ?? "100") ?? 100
+            try await Task.sleep(for: .milliseconds(ms))
+            return "slept \(ms)"
+        }
         router.get("/events") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/event-stream"], body: ResponseBody { writer in
                 try await writer.write(ByteBuffer(string: ": hello\n\n"))

@@ -51,6 +51,31 @@ func eventually(_ condition: () async throws -> Bool) async throws -> Bool {
         await server.stop()
     }
 
+    /// A bounded client keeps as many idle connections as it may open: after a burst of transfers ends, the next
+    /// burst finds all of them. (libcurl's default cache holds four per transfer still running, so a burst that ends
+    /// one transfer at a time used to close most of its connections, and an open-model load opened new ones all the
+    /// time.)
+    @Test func aBoundedClientKeepsItsConnectionsBetweenBursts() async throws {
+        let server = try await TestServer.start()
+        let width = 16
+        let client = TransportClient(configuration: .init(maxConnectionsPerHost: width))
+        defer { client.shutdown() }
+        func burst() async throws -> [Bool] {
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for i in 0..<width {
+                    // Staggered ends: the transfers finish one at a time.
+                    group.addTask { try await client.send(TransportRequest(url: server.url + "/delay?ms=\(100 + 20 * i)")).connectionReused }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        let first = try await burst()
+        #expect(first.filter { !$0 }.count == width)
+        let second = try await burst()
+        #expect(second.filter { $0 }.count == width, "connections reused in the second burst")
+        await server.stop()
+    }
+
     @Test func runsManyTransfersConcurrentlyOnOneThread() async throws {
         let server = try await TestServer.start()
         let client = TransportClient()
