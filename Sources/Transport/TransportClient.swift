@@ -13,7 +13,8 @@ public final class TransportClient: Sendable {
         public var defaultTimeout: Duration?
         /// Time allowed to connect.
         public var connectTimeout: Duration
-        /// Connections kept per host (0 = libcurl's default, unlimited).
+        /// Connections open at once per host, and idle connections kept for reuse (0 = libcurl's defaults: no bound,
+        /// and four idle connections kept per transfer in progress). Requests past the bound wait for a connection.
         public var maxConnectionsPerHost: Int
 
         public init(defaultTimeout: Duration? = .seconds(30), connectTimeout: Duration = .seconds(5), maxConnectionsPerHost: Int = 0) {
