@@ -5,6 +5,10 @@
 # warm-up, SECONDS measured), reads both processes' utime+stime from /proc over the measured phase, and divides by
 # the deliveries the driver counted in it. Each delivery is a provider request, a stream event and an ack.
 # Needs a release build (swift build -c release). Loopback only.
+# PROFILE=1 (needs Linux perf) also samples the relay over the same window and prints the kernel's share of its CPU
+# (the socket calls and the loopback delivery of what it writes: the part no change to the relay's own code removes
+# while each delivery arrives alone) and its system calls per delivery. The split comes from samples, not from
+# /proc's utime/stime, which this kernel assigns per tick and which swung from 14 to 123 us between runs.
 set -euo pipefail
 devices=${1:-500}
 rate=${2:-2000}
@@ -24,7 +28,14 @@ driver_pid=$!
 # The window: from the end of the warm-up (2 s, plus up to ~1 s to connect the devices) to one second before the end.
 sleep 3.5
 r0=$(cpu "$server_pid"); d0=$(cpu "$driver_pid"); t0=$(date +%s.%N)
-sleep $((seconds - 2))
+if [ -n "${PROFILE:-}" ]; then
+    perf record -F 999 -o "$work/relay.data" -p "$server_pid" -- sleep $((seconds - 2)) 2> /dev/null & sampler=$!
+    events=$(printf 'syscalls:sys_enter_%s,' read write writev epoll_wait epoll_ctl accept4 close futex getrandom)
+    perf stat -e "${events%,}" -x, -o "$work/syscalls.csv" -p "$server_pid" -- sleep $((seconds - 2))
+    wait "$sampler" || true
+else
+    sleep $((seconds - 2))
+fi
 r1=$(cpu "$server_pid"); d1=$(cpu "$driver_pid"); t1=$(date +%s.%N)
 wait "$driver_pid" || true
 cat "$work/push.txt"
@@ -40,4 +51,24 @@ print(f"delivered {rate:.0f}/s; over {t1 - t0:.1f} s: relay {relay / deliveries 
       f"({relay / (t1 - t0) * 100:.0f} % of a core), driver {driver / deliveries * 1e6:.0f} us "
       f"({driver / (t1 - t0) * 100:.0f} % of a core)")
 PY
+if [ -n "${PROFILE:-}" ]; then
+    kernel=$(perf report -i "$work/relay.data" --no-children --sort dso -g none 2> /dev/null | awk '/\[kernel.kallsyms\]/ {print $1+0}')
+    python3 - "$work/push.json" "$work/syscalls.csv" "$kernel" "$r0" "$r1" "$t0" "$t1" "$(getconf CLK_TCK)" "$((seconds - 2))" <<'PY'
+import json, sys
+rate = json.load(open(sys.argv[1]))["totals"]["throughput"]
+share = float(sys.argv[3] or 0) / 100
+r0, r1, t0, t1, hz = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8])
+deliveries = rate * (t1 - t0)
+calls = {}
+for line in open(sys.argv[2]):
+    fields = line.strip().split(",")
+    if len(fields) > 2 and fields[0].isdigit() and int(fields[0]) > 0:
+        calls[fields[2].removeprefix("syscalls:sys_enter_")] = int(fields[0])
+# perf stat counted over its own window (the sleep it ran); the relay's rate is the driver's.
+counted = rate * int(sys.argv[9])
+per = ", ".join(f"{name} {count / counted:.1f}" for name, count in sorted(calls.items(), key=lambda kv: -kv[1])[:8])
+print(f"relay kernel share {share * 100:.1f} % of samples = {share * (r1 - r0) / hz / deliveries * 1e6:.0f} us per delivery; "
+      f"system calls per delivery: {per}")
+PY
+fi
 echo "command: Benchmarks/scripts/relay-delivery.sh $devices $rate $seconds"
