@@ -21,6 +21,14 @@ struct CryptoBenchmark {
         try measure("PBKDF2-HMAC-SHA1 x1000, 32-byte key, default path") {
             _ = try PBKDF2.sha1(password: password, salt: salt, iterations: 1000, keyLength: 32)
         }
+        let newPassword = Array("another-device-hash-of-forty-four-characters".utf8)
+        try measure("two PBKDF2-HMAC-SHA1 x1000, 32-byte keys, one after the other (a registration's verify and new record)") {
+            _ = try PBKDF2.sha1(password: password, salt: salt, iterations: 1000, keyLength: 32)
+            _ = try PBKDF2.sha1(password: newPassword, salt: salt, iterations: 1000, keyLength: 32)
+        }
+        try measure("two PBKDF2-HMAC-SHA1 x1000, 32-byte keys, together (sha1Pair)") {
+            _ = try PBKDF2.sha1Pair((password, salt, 32), (newPassword, salt, 32), iterations: 1000)
+        }
         try measure("PBKDF2-HMAC-SHA1 x1000, 32-byte key, portable path") {
             _ = try PBKDF2.sha1(password: password, salt: salt, iterations: 1000, keyLength: 32, portable: true)
         }

@@ -208,6 +208,95 @@ SHA_TARGET static void ni_iterate(const uint32_t inner[5], const uint32_t outer[
         t[l][4] = (uint32_t)_mm_extract_epi32(t1[l], 3);
     }
 }
+
+// The same for four lanes, each from its own pad state: two passwords' two output blocks in one instruction stream.
+// Four independent chains keep the SHA unit busier than two (its rounds instruction has a latency of several cycles
+// and can start every one or two).
+#define NI4_FIRST(W0)                                                             \
+    for (int l = 0; l < 4; l++) {                                                 \
+        e[l] = _mm_add_epi32(se[l], W0[l]);                                       \
+        prev[l] = abcd[l];                                                        \
+        abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], 0);                          \
+    }
+#define NI4_STEP(W, F)                                                            \
+    for (int l = 0; l < 4; l++) {                                                 \
+        e[l] = _mm_sha1nexte_epu32(prev[l], W[l]);                                \
+        prev[l] = abcd[l];                                                        \
+        abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], F);                          \
+    }
+#define NI4_SCHEDULE(A, B, C, D)                                                  \
+    for (int l = 0; l < 4; l++) {                                                 \
+        A[l] = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A[l], B[l]), C[l]), D[l]); \
+    }
+
+SHA_TARGET static inline void ni_compress4(const __m128i sabcd[4], const __m128i se[4], __m128i m0[4], __m128i m1[4]) {
+    const __m128i padWord = _mm_set_epi32(0, (int)0x80000000u, 0, 0);
+    const __m128i lengthWord = _mm_set_epi32(0, 0, 0, 672);
+    __m128i w0[4], w1[4], w2[4], w3[4];
+    __m128i abcd[4], e[4], prev[4];
+    for (int l = 0; l < 4; l++) {
+        w0[l] = m0[l];
+        w1[l] = _mm_or_si128(m1[l], padWord);
+        w2[l] = _mm_setzero_si128();
+        w3[l] = lengthWord;
+        abcd[l] = sabcd[l];
+    }
+    NI4_FIRST(w0)
+    NI4_STEP(w1, 0)
+    NI4_STEP(w2, 0)
+    NI4_STEP(w3, 0)
+    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 0)
+    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 1)
+    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 1)
+    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 1)
+    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 1)
+    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 1)
+    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 2)
+    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 2)
+    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 2)
+    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 2)
+    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 2)
+    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 3)
+    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 3)
+    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 3)
+    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 3)
+    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 3)
+    for (int l = 0; l < 4; l++) {
+        m1[l] = _mm_sha1nexte_epu32(prev[l], se[l]);
+        m0[l] = _mm_add_epi32(abcd[l], sabcd[l]);
+    }
+}
+
+/// Iterations 2...n of four lanes; lane l continues from the pad states inner[l] and outer[l].
+SHA_TARGET static void ni_iterate4(const uint32_t *inner[4], const uint32_t *outer[4], uint32_t u[4][5], uint32_t t[4][5],
+                                   unsigned long iterations) {
+    __m128i iabcd[4], ie[4], oabcd[4], oe[4], m0[4], m1[4], t0[4], t1[4];
+    for (int l = 0; l < 4; l++) {
+        iabcd[l] = _mm_set_epi32((int)inner[l][0], (int)inner[l][1], (int)inner[l][2], (int)inner[l][3]);
+        ie[l] = _mm_set_epi32((int)inner[l][4], 0, 0, 0);
+        oabcd[l] = _mm_set_epi32((int)outer[l][0], (int)outer[l][1], (int)outer[l][2], (int)outer[l][3]);
+        oe[l] = _mm_set_epi32((int)outer[l][4], 0, 0, 0);
+        m0[l] = _mm_set_epi32((int)u[l][0], (int)u[l][1], (int)u[l][2], (int)u[l][3]);
+        m1[l] = _mm_set_epi32((int)u[l][4], 0, 0, 0);
+        t0[l] = _mm_set_epi32((int)t[l][0], (int)t[l][1], (int)t[l][2], (int)t[l][3]);
+        t1[l] = _mm_set_epi32((int)t[l][4], 0, 0, 0);
+    }
+    for (unsigned long it = 1; it < iterations; it++) {
+        ni_compress4(iabcd, ie, m0, m1);
+        ni_compress4(oabcd, oe, m0, m1);
+        for (int l = 0; l < 4; l++) {
+            t0[l] = _mm_xor_si128(t0[l], m0[l]);
+            t1[l] = _mm_xor_si128(t1[l], m1[l]);
+        }
+    }
+    for (int l = 0; l < 4; l++) {
+        t[l][0] = (uint32_t)_mm_extract_epi32(t0[l], 3);
+        t[l][1] = (uint32_t)_mm_extract_epi32(t0[l], 2);
+        t[l][2] = (uint32_t)_mm_extract_epi32(t0[l], 1);
+        t[l][3] = (uint32_t)_mm_extract_epi32(t0[l], 0);
+        t[l][4] = (uint32_t)_mm_extract_epi32(t1[l], 3);
+    }
+}
 #else
 static int cpu_has_sha_extensions(void) { return 0; }
 #endif
@@ -227,9 +316,8 @@ static int use_sha_extensions(void) {
 
 int fast_pbkdf2_uses_sha_extensions(void) { return use_sha_extensions(); }
 
-int fast_pbkdf2_hmac_sha1(const unsigned char *pass, size_t passlen, const unsigned char *salt, size_t saltlen,
-                          unsigned long iterations, unsigned char *out, size_t outlen, int portable) {
-    if (iterations < 1 || saltlen > 1024) return 0;
+/// The HMAC-SHA1 pad states of a password: SHA-1 after one block of key ^ 0x36 (inner) and of key ^ 0x5c (outer).
+static void hmac_pads(const unsigned char *pass, size_t passlen, sha1_ctx *innerCtx, sha1_ctx *outerCtx) {
     unsigned char key[64];
     memset(key, 0, sizeof key);
     if (passlen > 64) {
@@ -244,32 +332,50 @@ int fast_pbkdf2_hmac_sha1(const unsigned char *pass, size_t passlen, const unsig
     }
     unsigned char ipad[64], opad[64];
     for (int i = 0; i < 64; i++) { ipad[i] = key[i] ^ 0x36; opad[i] = key[i] ^ 0x5c; }
+    sha1_init(innerCtx); sha1_update(innerCtx, ipad, 64);
+    sha1_init(outerCtx); sha1_update(outerCtx, opad, 64);
+}
+
+/// U_1 = HMAC(password, salt || INT(index)) as words; the running XOR starts as U_1.
+static void first_iteration(const sha1_ctx *innerCtx, const sha1_ctx *outerCtx, const unsigned char *salt, size_t saltlen,
+                            unsigned long index, uint32_t u[5], uint32_t t[5]) {
+    unsigned char be[4] = {(unsigned char)(index >> 24), (unsigned char)(index >> 16),
+                           (unsigned char)(index >> 8), (unsigned char)index};
+    sha1_ctx c = *innerCtx;
+    uint32_t v[5];
+    sha1_update(&c, salt, saltlen);
+    sha1_update(&c, be, 4);
+    sha1_final_words(&c, v);
+    c = *outerCtx;
+    unsigned char vb[20];
+    for (int j = 0; j < 5; j++) store_be32(vb + 4 * j, v[j]);
+    sha1_update(&c, vb, 20);
+    sha1_final_words(&c, u);
+    memcpy(t, u, 20);
+}
+
+/// Writes output block `index` (1-based), words `t`, into `out` (`outlen` bytes in all).
+static void store_block(const uint32_t t[5], unsigned long index, unsigned char *out, size_t outlen) {
+    unsigned char block[20];
+    for (int j = 0; j < 5; j++) store_be32(block + 4 * j, t[j]);
+    size_t offset = (size_t)(index - 1) * 20;
+    size_t take = outlen - offset < 20 ? outlen - offset : 20;
+    memcpy(out + offset, block, take);
+}
+
+int fast_pbkdf2_hmac_sha1(const unsigned char *pass, size_t passlen, const unsigned char *salt, size_t saltlen,
+                          unsigned long iterations, unsigned char *out, size_t outlen, int portable) {
+    if (iterations < 1 || saltlen > 1024) return 0;
     sha1_ctx innerCtx, outerCtx;
-    sha1_init(&innerCtx); sha1_update(&innerCtx, ipad, 64);
-    sha1_init(&outerCtx); sha1_update(&outerCtx, opad, 64);
+    hmac_pads(pass, passlen, &innerCtx, &outerCtx);
     int fast = !portable && use_sha_extensions();
 
     unsigned long blocks = (outlen + 19) / 20;
     for (unsigned long first = 1; first <= blocks; first += 2) {
         int lanes = first + 1 <= blocks ? 2 : 1;
         uint32_t u[2][5], t[2][5];
-        for (int l = 0; l < 2; l++) {
-            // A lone last block runs in both lanes; the copy is discarded.
-            unsigned long index = first + (unsigned long)(l < lanes ? l : 0);
-            unsigned char be[4] = {(unsigned char)(index >> 24), (unsigned char)(index >> 16),
-                                   (unsigned char)(index >> 8), (unsigned char)index};
-            sha1_ctx c = innerCtx;
-            uint32_t v[5];
-            sha1_update(&c, salt, saltlen);
-            sha1_update(&c, be, 4);
-            sha1_final_words(&c, v);
-            c = outerCtx;
-            unsigned char vb[20];
-            for (int j = 0; j < 5; j++) store_be32(vb + 4 * j, v[j]);
-            sha1_update(&c, vb, 20);
-            sha1_final_words(&c, u[l]);
-            memcpy(t[l], u[l], 20);
-        }
+        // A lone last block runs in both lanes; the copy is discarded.
+        for (int l = 0; l < 2; l++) first_iteration(&innerCtx, &outerCtx, salt, saltlen, first + (unsigned long)(l < lanes ? l : 0), u[l], t[l]);
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
         if (fast) {
             ni_iterate(innerCtx.h, outerCtx.h, u, t, iterations);
@@ -280,13 +386,41 @@ int fast_pbkdf2_hmac_sha1(const unsigned char *pass, size_t passlen, const unsig
         (void)fast;
         portable_iterate(innerCtx.h, outerCtx.h, u, t, lanes, iterations);
 #endif
-        for (int l = 0; l < lanes; l++) {
-            unsigned char block[20];
-            for (int j = 0; j < 5; j++) store_be32(block + 4 * j, t[l][j]);
-            size_t offset = (size_t)(first - 1 + (unsigned long)l) * 20;
-            size_t take = outlen - offset < 20 ? outlen - offset : 20;
-            memcpy(out + offset, block, take);
-        }
+        for (int l = 0; l < lanes; l++) store_block(t[l], first + (unsigned long)l, out, outlen);
     }
     return 1;
+}
+
+int fast_pbkdf2_hmac_sha1_pair(const unsigned char *pass1, size_t passlen1, const unsigned char *salt1, size_t saltlen1,
+                               unsigned char *out1, size_t outlen1,
+                               const unsigned char *pass2, size_t passlen2, const unsigned char *salt2, size_t saltlen2,
+                               unsigned char *out2, size_t outlen2, unsigned long iterations) {
+    if (iterations < 1 || saltlen1 > 1024 || saltlen2 > 1024) return 0;
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+    if (use_sha_extensions() && outlen1 > 0 && outlen1 <= 40 && outlen2 > 0 && outlen2 <= 40) {
+        sha1_ctx inner[2], outer[2];
+        hmac_pads(pass1, passlen1, &inner[0], &outer[0]);
+        hmac_pads(pass2, passlen2, &inner[1], &outer[1]);
+        const unsigned char *salts[2] = {salt1, salt2};
+        size_t saltlens[2] = {saltlen1, saltlen2};
+        unsigned long blocks[2] = {(outlen1 + 19) / 20, (outlen2 + 19) / 20};
+        // Lanes 0-1: the first password's blocks 1 and 2; lanes 2-3: the second's. A password with one block runs it
+        // in both of its lanes; the copy is discarded.
+        uint32_t u[4][5], t[4][5];
+        const uint32_t *innerStates[4], *outerStates[4];
+        for (int l = 0; l < 4; l++) {
+            int k = l / 2;
+            unsigned long index = (l % 2 == 1 && blocks[k] == 2) ? 2 : 1;
+            first_iteration(&inner[k], &outer[k], salts[k], saltlens[k], index, u[l], t[l]);
+            innerStates[l] = inner[k].h;
+            outerStates[l] = outer[k].h;
+        }
+        ni_iterate4(innerStates, outerStates, u, t, iterations);
+        for (unsigned long b = 1; b <= blocks[0]; b++) store_block(t[b - 1], b, out1, outlen1);
+        for (unsigned long b = 1; b <= blocks[1]; b++) store_block(t[1 + b], b, out2, outlen2);
+        return 1;
+    }
+#endif
+    return fast_pbkdf2_hmac_sha1(pass1, passlen1, salt1, saltlen1, iterations, out1, outlen1, 0) &&
+           fast_pbkdf2_hmac_sha1(pass2, passlen2, salt2, saltlen2, iterations, out2, outlen2, 0);
 }

@@ -43,6 +43,26 @@ func bytes(hex: String) -> [UInt8] {
         #expect(throws: CryptoError.self) { try PBKDF2.sha1(password: [1], salt: [UInt8](repeating: 0, count: 1025), iterations: 1, keyLength: 20) }
     }
 
+    /// Two derivations computed together give exactly what two separate calls give: one and two output blocks each,
+    /// more than two (the pair runs them one after the other), long passwords, different salts and lengths per side.
+    @Test func aPairMatchesTwoSeparateDerivations() throws {
+        let cases: [(Int, Int, Int, Int, Int, Int, Int)] = [
+            (44, 24, 32, 44, 24, 32, 1000), (0, 0, 20, 65, 16, 40, 3), (200, 1024, 1, 10, 5, 41, 2), (64, 8, 64, 1, 1, 20, 7),
+            (5, 3, 40, 70, 1, 21, 1),
+        ]
+        for (pass1Length, salt1Length, length1, pass2Length, salt2Length, length2, iterations) in cases {
+            let pass1 = (0..<pass1Length).map { UInt8(($0 * 7 + 3) % 256) }, salt1 = (0..<salt1Length).map { UInt8(($0 * 13 + 1) % 256) }
+            let pass2 = (0..<pass2Length).map { UInt8(($0 * 11 + 5) % 256) }, salt2 = (0..<salt2Length).map { UInt8(($0 * 3 + 2) % 256) }
+            let pair = try PBKDF2.sha1Pair((pass1, salt1, length1), (pass2, salt2, length2), iterations: iterations)
+            #expect(pair.first == (try PBKDF2.sha1Reference(password: pass1, salt: salt1, iterations: iterations, keyLength: length1)),
+                    "first of \((pass1Length, salt1Length, length1, pass2Length, salt2Length, length2, iterations))")
+            #expect(pair.second == (try PBKDF2.sha1Reference(password: pass2, salt: salt2, iterations: iterations, keyLength: length2)),
+                    "second of \((pass1Length, salt1Length, length1, pass2Length, salt2Length, length2, iterations))")
+        }
+        #expect(throws: CryptoError.self) { try PBKDF2.sha1Pair(([1], [2], 20), ([1], [2], 20), iterations: 0) }
+        #expect(throws: CryptoError.self) { try PBKDF2.sha1Pair(([1], [2], 20), ([1], [UInt8](repeating: 0, count: 1025), 20), iterations: 1) }
+    }
+
     @Test func rejectsZeroIterations() {
         #expect(throws: CryptoError.self) { try PBKDF2.sha1(password: [1], salt: [2], iterations: 0, keyLength: 32) }
     }
@@ -92,6 +112,26 @@ func bytes(hex: String) -> [UInt8] {
         #expect(BeiwePassword.verify(deviceHash: BeiwePassword.deviceHash("temp1234"), record: record))
         #expect(!BeiwePassword.verify(deviceHash: BeiwePassword.deviceHash("temp1235"), record: record))
         #expect(!BeiwePassword.verify(deviceHash: "x", record: "sha1$notanumber$a$b"))
+    }
+
+    /// A registration's check and new record together are the two separate calls: right and wrong passwords, a stored
+    /// record with another iteration count (computed one after the other), and malformed records (never match).
+    @Test func verifyAndMakeRecordIsVerifyThenMakeRecord() throws {
+        let sent = BeiwePassword.deviceHash("temp1234"), newHash = BeiwePassword.deviceHash("new-secret")
+        let salt = "AAAAAAAAAAAAAAAAAAAAAA=="
+        for storedIterations in [1000, 999] {
+            let stored = try BeiwePassword.makeRecord(deviceHash: sent, iterations: storedIterations, salt: "c2FsdHNhbHRzYWx0c2FsdA==")
+            for (hash, matches) in [(sent, true), (BeiwePassword.deviceHash("temp1235"), false)] {
+                let result = try BeiwePassword.verifyAndMakeRecord(deviceHash: hash, record: stored, newDeviceHash: newHash, iterations: 1000, salt: salt)
+                #expect(result.matches == matches, "stored with \(storedIterations)")
+                #expect(result.matches == BeiwePassword.verify(deviceHash: hash, record: stored))
+                #expect(result.newRecord == (try BeiwePassword.makeRecord(deviceHash: newHash, iterations: 1000, salt: salt)))
+                #expect(BeiwePassword.verify(deviceHash: newHash, record: result.newRecord))
+            }
+        }
+        for malformed in ["sha1$notanumber$a$b", "sha1$1000$$AAAA", "md5$1000$AAAA$AAAA", ""] {
+            #expect(!(try BeiwePassword.verifyAndMakeRecord(deviceHash: sent, record: malformed, newDeviceHash: newHash, iterations: 1000)).matches)
+        }
     }
 
     @Test func base64URLRoundTripsAndAcceptsMissingPadding() {
