@@ -132,6 +132,29 @@ extension Integration {
         }
     }
 
+    /// Registration checks the credentials before `new_password` (its check and the new record are computed
+    /// together): a wrong password is refused as such whether `new_password` is sent, empty or absent; with the right
+    /// one, an absent or empty `new_password` is the missing field, and nothing is stored.
+    @Test func registrationChecksCredentialsBeforeTheNewPassword() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let id = setup.credentials.patientID
+            for newPassword in [nil, "", "x"] as [String?] {
+                let extra = [("phone_number", "1"), ("fcm_token", "tok")] + (newPassword.map { [("new_password", $0)] } ?? [])
+                let wrong = try await mobilePost(trio, "/register_user", patientID: id, password: "wrong", extra: extra)
+                #expect(wrong.status == 403, "new_password \(String(describing: newPassword))")
+                #expect(errorCode(wrong) == "invalid_credentials")
+                let unknown = try await mobilePost(trio, "/register_user", patientID: "nobody", password: "x", extra: extra)
+                #expect(unknown.status == 403)
+                guard newPassword != "x" else { continue }
+                let right = try await mobilePost(trio, "/register_user", patientID: id, password: setup.credentials.password, extra: extra)
+                #expect(right.status == 400, "new_password \(String(describing: newPassword))")
+                #expect(errorCode(right) == "missing_field")
+            }
+            #expect(try await trio.admin.participant(id).registeredAt == nil)
+        }
+    }
+
     @Test func badInputGetsClearErrorsAndChangesNothing() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio)

@@ -23,6 +23,32 @@ struct MobileAuth: Sendable {
 
     /// Checks `patient_id`, `password` and `device_id`; returns the participant and its study.
     func authenticate(_ form: MobileForm) async throws -> (ParticipantRecord, StudyRecord) {
+        try await authenticate(form) { password, record in BeiwePassword.verify(deviceHash: password, record: record) }
+    }
+
+    /// ``authenticate(_:)`` for a registration, which also stores a new password: the check and the new record's
+    /// PBKDF2 work run together (``BeiwePassword/verifyAndMakeRecord(deviceHash:record:newDeviceHash:iterations:salt:)``).
+    /// A request with an unknown participant does the same work against the decoy record, so the answer takes as long.
+    func authenticate(_ form: MobileForm, makingRecordFor newDeviceHash: String,
+                      iterations: Int) async throws -> (ParticipantRecord, StudyRecord, newRecord: String) {
+        var made: Result<String, CryptoError>?
+        let (participant, study) = try await authenticate(form) { password, record in
+            do throws(CryptoError) {
+                let result = try BeiwePassword.verifyAndMakeRecord(deviceHash: password, record: record, newDeviceHash: newDeviceHash,
+                                                                   iterations: iterations)
+                made = .success(result.newRecord)
+                return result.matches
+            } catch {
+                made = .failure(error)
+                return BeiwePassword.verify(deviceHash: password, record: record)
+            }
+        }
+        guard let made else { preconditionFailure("an authenticated request checked its password") }
+        return (participant, study, try made.get())
+    }
+
+    /// The checks, with `check(password, record)` deciding whether the sent password matches a stored record.
+    private func authenticate(_ form: MobileForm, check: (String, String) -> Bool) async throws -> (ParticipantRecord, StudyRecord) {
         for name in ["patient_id", "password", "device_id"] where form[name] == nil {
             throw MockServerError.missingField(name)
         }
@@ -32,7 +58,7 @@ struct MobileAuth: Sendable {
         let found = try await store.participantAndStudy(patientID)
         guard let (participant, study) = found else {
             // The same PBKDF2 work as a real check, against a record nobody's password matches.
-            if let decoyRecord { _ = BeiwePassword.verify(deviceHash: password, record: decoyRecord) }
+            if let decoyRecord { _ = check(password, decoyRecord) }
             throw Self.denied(form)
         }
         let t = now().timeIntervalSince1970
@@ -42,7 +68,7 @@ struct MobileAuth: Sendable {
             error.headers = [.retryAfter: "\(wait)"]
             throw error
         }
-        let matches = BeiwePassword.verify(deviceHash: password, record: participant.passwordRecord)
+        let matches = check(password, participant.passwordRecord)
         guard matches, !participant.retired else {
             if !matches { throttle?.failed(participant.patientId, now: t) }
             throw Self.denied(form)

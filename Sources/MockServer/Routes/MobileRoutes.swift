@@ -84,8 +84,15 @@ struct MobileRoutes: Sendable {
                                  "phone_number", "product"]
 
     func register(_ form: MobileForm) async throws -> Response {
-        let (participant, study) = try await auth.authenticate(form)
-        let newPassword = try form.require("new_password")
+        guard let newPassword = form["new_password"] else {
+            // Authenticated first, as every mobile request is; then the missing field.
+            _ = try await auth.authenticate(form)
+            throw MockServerError.missingField("new_password")
+        }
+        // The sent password's check and the new record's PBKDF2 work run together.
+        let (participant, study, record) = try await auth.authenticate(
+            form, makingRecordFor: BeiwePassword.deviceHash(newPassword), iterations: context.configuration.kdfIterations)
+        if newPassword.isEmpty { throw MockServerError.missingField("new_password") }
         _ = try form.require("phone_number")
         let profile = context.configuration.profile
         if let refusal = profile.checkOSVersion(form["os_version"]) { throw refusal }
@@ -105,7 +112,6 @@ struct MobileRoutes: Sendable {
         let requestedZone = form["timezone"] ?? ""
         let zoneIsValid = ZoneName.isValid(requestedZone)
         let zone = zoneIsValid ? requestedZone : Self.fallbackZone
-        let record = try BeiwePassword.makeRecord(deviceHash: BeiwePassword.deviceHash(newPassword), iterations: context.configuration.kdfIterations)
         let now = study.now(real: context.realNow())
         // `device_info`: these keys, sorted, as compact JSON.
         var infoText = "{"
