@@ -30,7 +30,13 @@ final class SQLiteStore: Store {
             writer = try DatabaseQueue(configuration: config)
         case .file(let path):
             try Self.prepareFile(path)
-            writer = try DatabasePool(path: path, configuration: config)
+            let pool = try DatabasePool(path: path, configuration: config)
+            // GRDB opens a pool in WAL mode with `synchronous = NORMAL`, which syncs the WAL only at checkpoints: a
+            // commit survives the process dying but not the machine. FULL syncs the WAL at every commit, so a 200 means
+            // the change is on disk. (Set after the pool is open: GRDB's WAL set-up runs after `prepareDatabase`.)
+            // Only the writer's connection commits.
+            try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            writer = pool
         case .postgres:
             preconditionFailure("a PostgreSQL location opens a PostgresStore")
         }
