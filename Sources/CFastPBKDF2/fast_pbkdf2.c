@@ -120,183 +120,108 @@ static int cpu_has_sha_extensions(void) {
     return (b & (1u << 29)) != 0;  // SHA
 }
 
-// One step of four rounds for both lanes. `W` is the message group for this step, `F` the round function (0-3).
-#define NI_FIRST(W0)                                                              \
-    for (int l = 0; l < 2; l++) {                                                 \
-        e[l] = _mm_add_epi32(se, W0[l]);                                          \
+// N independent chains (lanes) in one instruction stream: one password's two output blocks (N = 2), or two
+// passwords' two blocks each (N = 4). The rounds instruction takes several cycles and can start more often, so more
+// independent chains keep the SHA unit busier. Each lane continues from its own HMAC pad state.
+//
+// One step of four rounds for every lane. `W` is the message group for this step, `F` the round function (0-3).
+#define NI_FIRST(N, W0)                                                           \
+    for (int l = 0; l < N; l++) {                                                 \
+        e[l] = _mm_add_epi32(se[l], W0[l]);                                       \
         prev[l] = abcd[l];                                                        \
         abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], 0);                          \
     }
-#define NI_STEP(W, F)                                                             \
-    for (int l = 0; l < 2; l++) {                                                 \
+#define NI_STEP(N, W, F)                                                          \
+    for (int l = 0; l < N; l++) {                                                 \
         e[l] = _mm_sha1nexte_epu32(prev[l], W[l]);                                \
         prev[l] = abcd[l];                                                        \
         abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], F);                          \
     }
 // Next message group into `A` (holding the group four back): msg2(msg1(A, B) ^ C, D).
-#define NI_SCHEDULE(A, B, C, D)                                                   \
-    for (int l = 0; l < 2; l++) {                                                 \
+#define NI_SCHEDULE(N, A, B, C, D)                                                \
+    for (int l = 0; l < N; l++) {                                                 \
         A[l] = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A[l], B[l]), C[l]), D[l]); \
     }
 
-/// Compresses, for both lanes, the block (m0, m1, 0, length) from the saved pad state (sabcd, se). In and out:
-/// `m0` is the lanes' ABCD words and `m1` their E word (lane 3); on return they hold the new digest.
-SHA_TARGET static inline void ni_compress2(__m128i sabcd, __m128i se, __m128i m0[2], __m128i m1[2]) {
-    const __m128i padWord = _mm_set_epi32(0, (int)0x80000000u, 0, 0);
-    const __m128i lengthWord = _mm_set_epi32(0, 0, 0, 672);
-    __m128i w0[2], w1[2], w2[2], w3[2];
-    __m128i abcd[2], e[2], prev[2];
-    for (int l = 0; l < 2; l++) {
-        w0[l] = m0[l];
-        w1[l] = _mm_or_si128(m1[l], padWord);
-        w2[l] = _mm_setzero_si128();
-        w3[l] = lengthWord;
-        abcd[l] = sabcd;
-    }
-    NI_FIRST(w0)                                  // rounds 0-3
-    NI_STEP(w1, 0)                                // 4-7
-    NI_STEP(w2, 0)                                // 8-11
-    NI_STEP(w3, 0)                                // 12-15
-    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 0)    // 16-19
-    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 1)    // 20-23
-    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 1)
-    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 1)
-    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 1)
-    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 1)    // 36-39
-    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 2)    // 40-43
-    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 2)
-    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 2)
-    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 2)
-    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 2)    // 56-59
-    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 3)    // 60-63
-    NI_SCHEDULE(w0, w1, w2, w3) NI_STEP(w0, 3)
-    NI_SCHEDULE(w1, w2, w3, w0) NI_STEP(w1, 3)
-    NI_SCHEDULE(w2, w3, w0, w1) NI_STEP(w2, 3)
-    NI_SCHEDULE(w3, w0, w1, w2) NI_STEP(w3, 3)    // 76-79
-    for (int l = 0; l < 2; l++) {
-        m1[l] = _mm_sha1nexte_epu32(prev[l], se);
-        m0[l] = _mm_add_epi32(abcd[l], sabcd);
-    }
+/// Defines `NAME`: compresses, for each of N lanes, the block (m0, m1, 0, length) from the lane's saved pad state
+/// (sabcd, se). In and out: `m0` is the lanes' ABCD words and `m1` their E word (lane 3); on return they hold the new
+/// digest.
+#define DEFINE_NI_COMPRESS(NAME, N)                                               \
+SHA_TARGET static inline void NAME(const __m128i sabcd[N], const __m128i se[N], __m128i m0[N], __m128i m1[N]) { \
+    const __m128i padWord = _mm_set_epi32(0, (int)0x80000000u, 0, 0);             \
+    const __m128i lengthWord = _mm_set_epi32(0, 0, 0, 672);                       \
+    __m128i w0[N], w1[N], w2[N], w3[N];                                           \
+    __m128i abcd[N], e[N], prev[N];                                               \
+    for (int l = 0; l < N; l++) {                                                 \
+        w0[l] = m0[l];                                                            \
+        w1[l] = _mm_or_si128(m1[l], padWord);                                     \
+        w2[l] = _mm_setzero_si128();                                              \
+        w3[l] = lengthWord;                                                       \
+        abcd[l] = sabcd[l];                                                       \
+    }                                                                             \
+    NI_FIRST(N, w0)                                       /* rounds 0-3 */        \
+    NI_STEP(N, w1, 0)                                     /* 4-7 */               \
+    NI_STEP(N, w2, 0)                                     /* 8-11 */              \
+    NI_STEP(N, w3, 0)                                     /* 12-15 */             \
+    NI_SCHEDULE(N, w0, w1, w2, w3) NI_STEP(N, w0, 0)      /* 16-19 */             \
+    NI_SCHEDULE(N, w1, w2, w3, w0) NI_STEP(N, w1, 1)      /* 20-23 */             \
+    NI_SCHEDULE(N, w2, w3, w0, w1) NI_STEP(N, w2, 1)                              \
+    NI_SCHEDULE(N, w3, w0, w1, w2) NI_STEP(N, w3, 1)                              \
+    NI_SCHEDULE(N, w0, w1, w2, w3) NI_STEP(N, w0, 1)                              \
+    NI_SCHEDULE(N, w1, w2, w3, w0) NI_STEP(N, w1, 1)      /* 36-39 */             \
+    NI_SCHEDULE(N, w2, w3, w0, w1) NI_STEP(N, w2, 2)      /* 40-43 */             \
+    NI_SCHEDULE(N, w3, w0, w1, w2) NI_STEP(N, w3, 2)                              \
+    NI_SCHEDULE(N, w0, w1, w2, w3) NI_STEP(N, w0, 2)                              \
+    NI_SCHEDULE(N, w1, w2, w3, w0) NI_STEP(N, w1, 2)                              \
+    NI_SCHEDULE(N, w2, w3, w0, w1) NI_STEP(N, w2, 2)      /* 56-59 */             \
+    NI_SCHEDULE(N, w3, w0, w1, w2) NI_STEP(N, w3, 3)      /* 60-63 */             \
+    NI_SCHEDULE(N, w0, w1, w2, w3) NI_STEP(N, w0, 3)                              \
+    NI_SCHEDULE(N, w1, w2, w3, w0) NI_STEP(N, w1, 3)                              \
+    NI_SCHEDULE(N, w2, w3, w0, w1) NI_STEP(N, w2, 3)                              \
+    NI_SCHEDULE(N, w3, w0, w1, w2) NI_STEP(N, w3, 3)      /* 76-79 */             \
+    for (int l = 0; l < N; l++) {                                                 \
+        m1[l] = _mm_sha1nexte_epu32(prev[l], se[l]);                              \
+        m0[l] = _mm_add_epi32(abcd[l], sabcd[l]);                                 \
+    }                                                                             \
 }
 
-SHA_TARGET static void ni_iterate(const uint32_t inner[5], const uint32_t outer[5], uint32_t u[2][5], uint32_t t[2][5],
-                                  unsigned long iterations) {
-    const __m128i iabcd = _mm_set_epi32((int)inner[0], (int)inner[1], (int)inner[2], (int)inner[3]);
-    const __m128i ie = _mm_set_epi32((int)inner[4], 0, 0, 0);
-    const __m128i oabcd = _mm_set_epi32((int)outer[0], (int)outer[1], (int)outer[2], (int)outer[3]);
-    const __m128i oe = _mm_set_epi32((int)outer[4], 0, 0, 0);
-    __m128i m0[2], m1[2], t0[2], t1[2];
-    for (int l = 0; l < 2; l++) {
-        m0[l] = _mm_set_epi32((int)u[l][0], (int)u[l][1], (int)u[l][2], (int)u[l][3]);
-        m1[l] = _mm_set_epi32((int)u[l][4], 0, 0, 0);
-        t0[l] = _mm_set_epi32((int)t[l][0], (int)t[l][1], (int)t[l][2], (int)t[l][3]);
-        t1[l] = _mm_set_epi32((int)t[l][4], 0, 0, 0);
-    }
-    for (unsigned long it = 1; it < iterations; it++) {
-        ni_compress2(iabcd, ie, m0, m1);
-        ni_compress2(oabcd, oe, m0, m1);
-        for (int l = 0; l < 2; l++) {
-            t0[l] = _mm_xor_si128(t0[l], m0[l]);
-            t1[l] = _mm_xor_si128(t1[l], m1[l]);
-        }
-    }
-    for (int l = 0; l < 2; l++) {
-        t[l][0] = (uint32_t)_mm_extract_epi32(t0[l], 3);
-        t[l][1] = (uint32_t)_mm_extract_epi32(t0[l], 2);
-        t[l][2] = (uint32_t)_mm_extract_epi32(t0[l], 1);
-        t[l][3] = (uint32_t)_mm_extract_epi32(t0[l], 0);
-        t[l][4] = (uint32_t)_mm_extract_epi32(t1[l], 3);
-    }
+/// Defines `NAME`: iterations 2...n of N lanes; lane l continues from the pad states inner[l] and outer[l], `u`
+/// holds each lane's U_1 and `t` its running XOR.
+#define DEFINE_NI_ITERATE(NAME, N, COMPRESS)                                      \
+SHA_TARGET static void NAME(const uint32_t *inner[N], const uint32_t *outer[N], uint32_t u[N][5], uint32_t t[N][5], \
+                            unsigned long iterations) {                           \
+    __m128i iabcd[N], ie[N], oabcd[N], oe[N], m0[N], m1[N], t0[N], t1[N];         \
+    for (int l = 0; l < N; l++) {                                                 \
+        iabcd[l] = _mm_set_epi32((int)inner[l][0], (int)inner[l][1], (int)inner[l][2], (int)inner[l][3]); \
+        ie[l] = _mm_set_epi32((int)inner[l][4], 0, 0, 0);                         \
+        oabcd[l] = _mm_set_epi32((int)outer[l][0], (int)outer[l][1], (int)outer[l][2], (int)outer[l][3]); \
+        oe[l] = _mm_set_epi32((int)outer[l][4], 0, 0, 0);                         \
+        m0[l] = _mm_set_epi32((int)u[l][0], (int)u[l][1], (int)u[l][2], (int)u[l][3]); \
+        m1[l] = _mm_set_epi32((int)u[l][4], 0, 0, 0);                             \
+        t0[l] = _mm_set_epi32((int)t[l][0], (int)t[l][1], (int)t[l][2], (int)t[l][3]); \
+        t1[l] = _mm_set_epi32((int)t[l][4], 0, 0, 0);                             \
+    }                                                                             \
+    for (unsigned long it = 1; it < iterations; it++) {                           \
+        COMPRESS(iabcd, ie, m0, m1);                                              \
+        COMPRESS(oabcd, oe, m0, m1);                                              \
+        for (int l = 0; l < N; l++) {                                             \
+            t0[l] = _mm_xor_si128(t0[l], m0[l]);                                  \
+            t1[l] = _mm_xor_si128(t1[l], m1[l]);                                  \
+        }                                                                         \
+    }                                                                             \
+    for (int l = 0; l < N; l++) {                                                 \
+        t[l][0] = (uint32_t)_mm_extract_epi32(t0[l], 3);                          \
+        t[l][1] = (uint32_t)_mm_extract_epi32(t0[l], 2);                          \
+        t[l][2] = (uint32_t)_mm_extract_epi32(t0[l], 1);                          \
+        t[l][3] = (uint32_t)_mm_extract_epi32(t0[l], 0);                          \
+        t[l][4] = (uint32_t)_mm_extract_epi32(t1[l], 3);                          \
+    }                                                                             \
 }
 
-// The same for four lanes, each from its own pad state: two passwords' two output blocks in one instruction stream.
-// Four independent chains keep the SHA unit busier than two (its rounds instruction has a latency of several cycles
-// and can start every one or two).
-#define NI4_FIRST(W0)                                                             \
-    for (int l = 0; l < 4; l++) {                                                 \
-        e[l] = _mm_add_epi32(se[l], W0[l]);                                       \
-        prev[l] = abcd[l];                                                        \
-        abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], 0);                          \
-    }
-#define NI4_STEP(W, F)                                                            \
-    for (int l = 0; l < 4; l++) {                                                 \
-        e[l] = _mm_sha1nexte_epu32(prev[l], W[l]);                                \
-        prev[l] = abcd[l];                                                        \
-        abcd[l] = _mm_sha1rnds4_epu32(abcd[l], e[l], F);                          \
-    }
-#define NI4_SCHEDULE(A, B, C, D)                                                  \
-    for (int l = 0; l < 4; l++) {                                                 \
-        A[l] = _mm_sha1msg2_epu32(_mm_xor_si128(_mm_sha1msg1_epu32(A[l], B[l]), C[l]), D[l]); \
-    }
-
-SHA_TARGET static inline void ni_compress4(const __m128i sabcd[4], const __m128i se[4], __m128i m0[4], __m128i m1[4]) {
-    const __m128i padWord = _mm_set_epi32(0, (int)0x80000000u, 0, 0);
-    const __m128i lengthWord = _mm_set_epi32(0, 0, 0, 672);
-    __m128i w0[4], w1[4], w2[4], w3[4];
-    __m128i abcd[4], e[4], prev[4];
-    for (int l = 0; l < 4; l++) {
-        w0[l] = m0[l];
-        w1[l] = _mm_or_si128(m1[l], padWord);
-        w2[l] = _mm_setzero_si128();
-        w3[l] = lengthWord;
-        abcd[l] = sabcd[l];
-    }
-    NI4_FIRST(w0)
-    NI4_STEP(w1, 0)
-    NI4_STEP(w2, 0)
-    NI4_STEP(w3, 0)
-    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 0)
-    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 1)
-    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 1)
-    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 1)
-    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 1)
-    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 1)
-    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 2)
-    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 2)
-    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 2)
-    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 2)
-    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 2)
-    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 3)
-    NI4_SCHEDULE(w0, w1, w2, w3) NI4_STEP(w0, 3)
-    NI4_SCHEDULE(w1, w2, w3, w0) NI4_STEP(w1, 3)
-    NI4_SCHEDULE(w2, w3, w0, w1) NI4_STEP(w2, 3)
-    NI4_SCHEDULE(w3, w0, w1, w2) NI4_STEP(w3, 3)
-    for (int l = 0; l < 4; l++) {
-        m1[l] = _mm_sha1nexte_epu32(prev[l], se[l]);
-        m0[l] = _mm_add_epi32(abcd[l], sabcd[l]);
-    }
-}
-
-/// Iterations 2...n of four lanes; lane l continues from the pad states inner[l] and outer[l].
-SHA_TARGET static void ni_iterate4(const uint32_t *inner[4], const uint32_t *outer[4], uint32_t u[4][5], uint32_t t[4][5],
-                                   unsigned long iterations) {
-    __m128i iabcd[4], ie[4], oabcd[4], oe[4], m0[4], m1[4], t0[4], t1[4];
-    for (int l = 0; l < 4; l++) {
-        iabcd[l] = _mm_set_epi32((int)inner[l][0], (int)inner[l][1], (int)inner[l][2], (int)inner[l][3]);
-        ie[l] = _mm_set_epi32((int)inner[l][4], 0, 0, 0);
-        oabcd[l] = _mm_set_epi32((int)outer[l][0], (int)outer[l][1], (int)outer[l][2], (int)outer[l][3]);
-        oe[l] = _mm_set_epi32((int)outer[l][4], 0, 0, 0);
-        m0[l] = _mm_set_epi32((int)u[l][0], (int)u[l][1], (int)u[l][2], (int)u[l][3]);
-        m1[l] = _mm_set_epi32((int)u[l][4], 0, 0, 0);
-        t0[l] = _mm_set_epi32((int)t[l][0], (int)t[l][1], (int)t[l][2], (int)t[l][3]);
-        t1[l] = _mm_set_epi32((int)t[l][4], 0, 0, 0);
-    }
-    for (unsigned long it = 1; it < iterations; it++) {
-        ni_compress4(iabcd, ie, m0, m1);
-        ni_compress4(oabcd, oe, m0, m1);
-        for (int l = 0; l < 4; l++) {
-            t0[l] = _mm_xor_si128(t0[l], m0[l]);
-            t1[l] = _mm_xor_si128(t1[l], m1[l]);
-        }
-    }
-    for (int l = 0; l < 4; l++) {
-        t[l][0] = (uint32_t)_mm_extract_epi32(t0[l], 3);
-        t[l][1] = (uint32_t)_mm_extract_epi32(t0[l], 2);
-        t[l][2] = (uint32_t)_mm_extract_epi32(t0[l], 1);
-        t[l][3] = (uint32_t)_mm_extract_epi32(t0[l], 0);
-        t[l][4] = (uint32_t)_mm_extract_epi32(t1[l], 3);
-    }
-}
+DEFINE_NI_COMPRESS(ni_compress2, 2)
+DEFINE_NI_COMPRESS(ni_compress4, 4)
+DEFINE_NI_ITERATE(ni_iterate2, 2, ni_compress2)
+DEFINE_NI_ITERATE(ni_iterate4, 4, ni_compress4)
 #else
 static int cpu_has_sha_extensions(void) { return 0; }
 #endif
@@ -378,7 +303,8 @@ int fast_pbkdf2_hmac_sha1(const unsigned char *pass, size_t passlen, const unsig
         for (int l = 0; l < 2; l++) first_iteration(&innerCtx, &outerCtx, salt, saltlen, first + (unsigned long)(l < lanes ? l : 0), u[l], t[l]);
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
         if (fast) {
-            ni_iterate(innerCtx.h, outerCtx.h, u, t, iterations);
+            const uint32_t *inner[2] = {innerCtx.h, innerCtx.h}, *outer[2] = {outerCtx.h, outerCtx.h};
+            ni_iterate2(inner, outer, u, t, iterations);
         } else {
             portable_iterate(innerCtx.h, outerCtx.h, u, t, lanes, iterations);
         }
