@@ -39,7 +39,11 @@ fi
 r1=$(cpu "$server_pid"); d1=$(cpu "$driver_pid"); t1=$(date +%s.%N)
 wait "$driver_pid" || true
 cat "$work/push.txt"
-python3 - "$work/push.json" "$r0" "$r1" "$d0" "$d1" "$t0" "$t1" "$(getconf CLK_TCK)" <<'PY'
+kernel=""
+if [ -n "${PROFILE:-}" ]; then
+    kernel=$(perf report -i "$work/relay.data" --no-children --sort dso -g none 2> /dev/null | awk '/\[kernel.kallsyms\]/ {print $1+0}')
+fi
+python3 - "$work/push.json" "$r0" "$r1" "$d0" "$d1" "$t0" "$t1" "$(getconf CLK_TCK)" "$kernel" "$work/syscalls.csv" "$((seconds - 2))" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 r0, r1, d0, d1 = (int(x) for x in sys.argv[2:6])
@@ -50,25 +54,17 @@ relay, driver = (r1 - r0) / hz, (d1 - d0) / hz
 print(f"delivered {rate:.0f}/s; over {t1 - t0:.1f} s: relay {relay / deliveries * 1e6:.0f} us of CPU per delivery "
       f"({relay / (t1 - t0) * 100:.0f} % of a core), driver {driver / deliveries * 1e6:.0f} us "
       f"({driver / (t1 - t0) * 100:.0f} % of a core)")
+if sys.argv[9]:  # PROFILE=1: the kernel's share of the relay's samples, and perf stat's system call counts
+    share = float(sys.argv[9]) / 100
+    calls = {}
+    for line in open(sys.argv[10]):
+        fields = line.strip().split(",")
+        if len(fields) > 2 and fields[0].isdigit() and int(fields[0]) > 0:
+            calls[fields[2].removeprefix("syscalls:sys_enter_")] = int(fields[0])
+    # perf stat counted over its own window (the sleep it ran); the relay's rate is the driver's.
+    counted = rate * int(sys.argv[11])
+    per = ", ".join(f"{name} {count / counted:.1f}" for name, count in sorted(calls.items(), key=lambda kv: -kv[1])[:8])
+    print(f"relay kernel share {share * 100:.1f} % of samples = {share * relay / deliveries * 1e6:.0f} us per delivery; "
+          f"system calls per delivery: {per}")
 PY
-if [ -n "${PROFILE:-}" ]; then
-    kernel=$(perf report -i "$work/relay.data" --no-children --sort dso -g none 2> /dev/null | awk '/\[kernel.kallsyms\]/ {print $1+0}')
-    python3 - "$work/push.json" "$work/syscalls.csv" "$kernel" "$r0" "$r1" "$t0" "$t1" "$(getconf CLK_TCK)" "$((seconds - 2))" <<'PY'
-import json, sys
-rate = json.load(open(sys.argv[1]))["totals"]["throughput"]
-share = float(sys.argv[3] or 0) / 100
-r0, r1, t0, t1, hz = int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]), int(sys.argv[8])
-deliveries = rate * (t1 - t0)
-calls = {}
-for line in open(sys.argv[2]):
-    fields = line.strip().split(",")
-    if len(fields) > 2 and fields[0].isdigit() and int(fields[0]) > 0:
-        calls[fields[2].removeprefix("syscalls:sys_enter_")] = int(fields[0])
-# perf stat counted over its own window (the sleep it ran); the relay's rate is the driver's.
-counted = rate * int(sys.argv[9])
-per = ", ".join(f"{name} {count / counted:.1f}" for name, count in sorted(calls.items(), key=lambda kv: -kv[1])[:8])
-print(f"relay kernel share {share * 100:.1f} % of samples = {share * (r1 - r0) / hz / deliveries * 1e6:.0f} us per delivery; "
-      f"system calls per delivery: {per}")
-PY
-fi
 echo "command: Benchmarks/scripts/relay-delivery.sh $devices $rate $seconds"

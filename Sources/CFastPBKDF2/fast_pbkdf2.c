@@ -342,8 +342,11 @@ int fast_pbkdf2_hmac_sha1_pair(const unsigned char *pass1, size_t passlen1, cons
             outerStates[l] = outer[k].h;
         }
         ni_iterate4(innerStates, outerStates, u, t, iterations);
-        for (unsigned long b = 1; b <= blocks[0]; b++) store_block(t[b - 1], b, out1, outlen1);
-        for (unsigned long b = 1; b <= blocks[1]; b++) store_block(t[1 + b], b, out2, outlen2);
+        unsigned char *outs[2] = {out1, out2};
+        size_t outlens[2] = {outlen1, outlen2};
+        for (int k = 0; k < 2; k++) {
+            for (unsigned long b = 1; b <= blocks[k]; b++) store_block(t[2 * k + (int)b - 1], b, outs[k], outlens[k]);
+        }
         return 1;
     }
 #endif

@@ -10,7 +10,7 @@ public enum BeiwePassword {
     public static func makeRecord(deviceHash: String, iterations: Int, salt: String? = nil) throws(CryptoError) -> String {
         let saltText = salt ?? Base64URL.encode(SecureRandom.bytes(16))
         let key = try PBKDF2.sha1(password: Array(deviceHash.utf8), salt: Array(saltText.utf8), iterations: iterations, keyLength: 32)
-        return "sha1$\(iterations)$\(Base64URL.encode(key))$\(saltText)"
+        return recordText(iterations: iterations, key: key, salt: saltText)
     }
 
     /// Checks a sent device hash against a stored record. Malformed records never match.
@@ -35,7 +35,12 @@ public enum BeiwePassword {
         }
         let (key, newKey) = try PBKDF2.sha1Pair((Array(deviceHash.utf8), Array(stored.salt.utf8), stored.key.count),
                                                 (Array(newDeviceHash.utf8), Array(saltText.utf8), 32), iterations: iterations)
-        return (constantTimeEqual(key, stored.key), "sha1$\(iterations)$\(Base64URL.encode(newKey))$\(saltText)")
+        return (constantTimeEqual(key, stored.key), recordText(iterations: iterations, key: newKey, salt: saltText))
+    }
+
+    /// The stored form of a derived key.
+    private static func recordText(iterations: Int, key: [UInt8], salt: String) -> String {
+        "sha1$\(iterations)$\(Base64URL.encode(key))$\(salt)"
     }
 
     /// A well-formed stored record `sha1$<iterations>$<base64url key>$<salt>` (a positive count, a non-empty key).

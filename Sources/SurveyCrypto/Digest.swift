@@ -33,13 +33,8 @@ public enum PBKDF2 {
     public static func sha1(
         password: some Collection<UInt8>, salt: some Collection<UInt8>, iterations: Int, keyLength: Int, portable: Bool = false
     ) throws(CryptoError) -> [UInt8] {
-        guard iterations >= 1, keyLength >= 1 else {
-            throw CryptoError(code: "invalid_parameter", message: "iterations and key length must be positive")
-        }
         let pass = Array(password), saltBytes = Array(salt)
-        guard saltBytes.count <= 1024 else {
-            throw CryptoError(code: "invalid_parameter", message: "salt longer than 1024 bytes")
-        }
+        try checkParameters(iterations: iterations, shortestKey: keyLength, longestSalt: saltBytes.count)
         var out = [UInt8](repeating: 0, count: keyLength)
         let ok = pass.withUnsafeBufferPointer { p in
             saltBytes.withUnsafeBufferPointer { s in
@@ -59,12 +54,8 @@ public enum PBKDF2 {
         _ second: (password: [UInt8], salt: [UInt8], keyLength: Int),
         iterations: Int
     ) throws(CryptoError) -> (first: [UInt8], second: [UInt8]) {
-        guard iterations >= 1, first.keyLength >= 1, second.keyLength >= 1 else {
-            throw CryptoError(code: "invalid_parameter", message: "iterations and key length must be positive")
-        }
-        guard first.salt.count <= 1024, second.salt.count <= 1024 else {
-            throw CryptoError(code: "invalid_parameter", message: "salt longer than 1024 bytes")
-        }
+        try checkParameters(iterations: iterations, shortestKey: min(first.keyLength, second.keyLength),
+                            longestSalt: max(first.salt.count, second.salt.count))
         var out1 = [UInt8](repeating: 0, count: first.keyLength)
         var out2 = [UInt8](repeating: 0, count: second.keyLength)
         let ok = first.password.withUnsafeBufferPointer { p1 in
@@ -80,6 +71,16 @@ public enum PBKDF2 {
         }
         guard ok == 1 else { throw .openssl("pbkdf2_failed", "PBKDF2") }
         return (out1, out2)
+    }
+
+    /// What the C derivation accepts: at least one iteration, keys of at least one byte, salts of at most 1024 bytes.
+    private static func checkParameters(iterations: Int, shortestKey: Int, longestSalt: Int) throws(CryptoError) {
+        guard iterations >= 1, shortestKey >= 1 else {
+            throw CryptoError(code: "invalid_parameter", message: "iterations and key length must be positive")
+        }
+        guard longestSalt <= 1024 else {
+            throw CryptoError(code: "invalid_parameter", message: "salt longer than 1024 bytes")
+        }
     }
 
     /// Whether `sha1` runs on the CPU's SHA extensions here.

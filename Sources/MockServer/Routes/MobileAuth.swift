@@ -29,26 +29,22 @@ struct MobileAuth: Sendable {
     /// ``authenticate(_:)`` for a registration, which also stores a new password: the check and the new record's
     /// PBKDF2 work run together (``BeiwePassword/verifyAndMakeRecord(deviceHash:record:newDeviceHash:iterations:salt:)``).
     /// A request with an unknown participant does the same work against the decoy record, so the answer takes as long.
+    /// (It throws only for `iterations` < 1, which the server refuses at start.)
     func authenticate(_ form: MobileForm, makingRecordFor newDeviceHash: String,
                       iterations: Int) async throws -> (ParticipantRecord, StudyRecord, newRecord: String) {
-        var made: Result<String, CryptoError>?
+        var newRecord: String?
         let (participant, study) = try await authenticate(form) { password, record in
-            do throws(CryptoError) {
-                let result = try BeiwePassword.verifyAndMakeRecord(deviceHash: password, record: record, newDeviceHash: newDeviceHash,
-                                                                   iterations: iterations)
-                made = .success(result.newRecord)
-                return result.matches
-            } catch {
-                made = .failure(error)
-                return BeiwePassword.verify(deviceHash: password, record: record)
-            }
+            let result = try BeiwePassword.verifyAndMakeRecord(deviceHash: password, record: record, newDeviceHash: newDeviceHash,
+                                                               iterations: iterations)
+            newRecord = result.newRecord
+            return result.matches
         }
-        guard let made else { preconditionFailure("an authenticated request checked its password") }
-        return (participant, study, try made.get())
+        guard let newRecord else { preconditionFailure("an authenticated request checked its password") }
+        return (participant, study, newRecord)
     }
 
     /// The checks, with `check(password, record)` deciding whether the sent password matches a stored record.
-    private func authenticate(_ form: MobileForm, check: (String, String) -> Bool) async throws -> (ParticipantRecord, StudyRecord) {
+    private func authenticate(_ form: MobileForm, check: (String, String) throws -> Bool) async throws -> (ParticipantRecord, StudyRecord) {
         for name in ["patient_id", "password", "device_id"] where form[name] == nil {
             throw MockServerError.missingField(name)
         }
@@ -58,7 +54,7 @@ struct MobileAuth: Sendable {
         let found = try await store.participantAndStudy(patientID)
         guard let (participant, study) = found else {
             // The same PBKDF2 work as a real check, against a record nobody's password matches.
-            if let decoyRecord { _ = check(password, decoyRecord) }
+            if let decoyRecord { _ = try check(password, decoyRecord) }
             throw Self.denied(form)
         }
         let t = now().timeIntervalSince1970
@@ -68,7 +64,7 @@ struct MobileAuth: Sendable {
             error.headers = [.retryAfter: "\(wait)"]
             throw error
         }
-        let matches = check(password, participant.passwordRecord)
+        let matches = try check(password, participant.passwordRecord)
         guard matches, !participant.retired else {
             if !matches { throttle?.failed(participant.patientId, now: t) }
             throw Self.denied(form)

@@ -84,15 +84,11 @@ struct MobileRoutes: Sendable {
                                  "phone_number", "product"]
 
     func register(_ form: MobileForm) async throws -> Response {
-        guard let newPassword = form["new_password"] else {
-            // Authenticated first, as every mobile request is; then the missing field.
-            _ = try await auth.authenticate(form)
-            throw MockServerError.missingField("new_password")
-        }
-        // The sent password's check and the new record's PBKDF2 work run together.
+        // The sent password's check and the new record's PBKDF2 work run together; credentials are checked before
+        // `new_password` (an absent one makes a record that is thrown away with the refusal).
         let (participant, study, record) = try await auth.authenticate(
-            form, makingRecordFor: BeiwePassword.deviceHash(newPassword), iterations: context.configuration.kdfIterations)
-        if newPassword.isEmpty { throw MockServerError.missingField("new_password") }
+            form, makingRecordFor: BeiwePassword.deviceHash(form["new_password"] ?? ""), iterations: context.configuration.kdfIterations)
+        _ = try form.require("new_password")
         _ = try form.require("phone_number")
         let profile = context.configuration.profile
         if let refusal = profile.checkOSVersion(form["os_version"]) { throw refusal }
