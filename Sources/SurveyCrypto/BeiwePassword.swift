@@ -30,7 +30,8 @@ public enum BeiwePassword {
     public static func verifyAndMakeRecord(deviceHash: String, record: String, newDeviceHash: String, iterations: Int,
                                            salt: String? = nil) throws(CryptoError) -> (matches: Bool, newRecord: String) {
         let saltText = salt ?? Base64URL.encode(SecureRandom.bytes(16))
-        guard iterations >= 1, let stored = StoredRecord(record), stored.iterations == iterations else {
+        // A salt PBKDF2 refuses (over 1024 bytes) takes the separate calls too: `verify` answers no match for it.
+        guard iterations >= 1, let stored = StoredRecord(record), stored.iterations == iterations, stored.salt.utf8.count <= 1024 else {
             return (verify(deviceHash: deviceHash, record: record), try makeRecord(deviceHash: newDeviceHash, iterations: iterations, salt: saltText))
         }
         let (key, newKey) = try PBKDF2.sha1Pair((Array(deviceHash.utf8), Array(stored.salt.utf8), stored.key.count),

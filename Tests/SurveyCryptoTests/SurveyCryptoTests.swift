@@ -129,7 +129,8 @@ func bytes(hex: String) -> [UInt8] {
                 #expect(BeiwePassword.verify(deviceHash: newHash, record: result.newRecord))
             }
         }
-        for malformed in ["sha1$notanumber$a$b", "sha1$1000$$AAAA", "md5$1000$AAAA$AAAA", ""] {
+        let longSalt = "sha1$1000$pePHEH61dqJtCZZKk6agaN13gA58H5fc58aCwJrjKtA=$" + String(repeating: "s", count: 1025)
+        for malformed in ["sha1$notanumber$a$b", "sha1$1000$$AAAA", "md5$1000$AAAA$AAAA", "", longSalt] {
             #expect(!(try BeiwePassword.verifyAndMakeRecord(deviceHash: sent, record: malformed, newDeviceHash: newHash, iterations: 1000)).matches)
         }
     }
