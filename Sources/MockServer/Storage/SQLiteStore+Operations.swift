@@ -11,7 +11,7 @@ extension SQLiteStore {
         // Every mobile request runs these two lookups: cached statements, read inline. Without a common snapshot the
         // study is read just after the participant, as if the request had come a moment later; a study deleted in
         // between (its participants go with it) answers nil, as it would have then.
-        try readNow { db in
+        try await readNow { db in
             guard let p = try ParticipantRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM participant WHERE patient_id = ?"),
                                                          arguments: [patientID]),
                   let s = try StudyRecord.fetchOne(db.cachedStatement(sql: "SELECT * FROM study WHERE id = ?"), arguments: [p.studyId])

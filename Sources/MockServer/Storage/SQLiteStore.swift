@@ -35,12 +35,13 @@ final class SQLiteStore: Store {
             // commit survives the process dying but not the machine. FULL syncs the WAL at every commit, so a 200 means
             // the change is on disk. (Set after the pool is open: GRDB's WAL set-up runs after `prepareDatabase`.)
             // Only the writer's connection commits.
+            // startup-only: the store opens before the server listens.
             try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
             writer = pool
         case .postgres:
             preconditionFailure("a PostgreSQL location opens a PostgresStore")
         }
-        try Schema.migrator().migrate(writer)
+        try Schema.migrator().migrate(writer)  // startup-only: before the server listens
         batcher = WriteBatcher(writer: writer, metrics: metrics)
     }
 
@@ -65,12 +66,14 @@ final class SQLiteStore: Store {
         try await writer.read(body)
     }
 
-    /// Runs a short read on the calling thread, outside any transaction, for the lookups every mobile request makes.
-    /// The async `read` hops to a reader's dispatch queue and back (two thread switches, measured 4.0 → 0.8 context
-    /// switches per registration) and wraps the read in BEGIN/COMMIT; here GRDB's synchronous read runs inline and
-    /// each statement sees its own snapshot. Only for a few indexed statements whose results need no common snapshot.
-    func readNow<T>(_ body: (Database) throws -> T) throws -> T {
-        try writer.unsafeRead(body)
+    /// Runs a short read outside any transaction, for the lookups every mobile request makes: each statement sees its
+    /// own snapshot (no BEGIN/COMMIT round), so only for a few indexed statements whose results need no common snapshot.
+    ///
+    /// It waits for a reader without blocking the calling thread: GRDB's async `unsafeRead` waits on the pool's own
+    /// queue. (A synchronous read here parked Swift's cooperative threads on the reader pool's semaphore while the
+    /// readers' holders needed those threads to give them back: twenty phones deadlocked the server.)
+    func readNow<T: Sendable>(_ body: @Sendable @escaping (Database) throws -> T) async throws -> T {
+        try await writer.unsafeRead(body)
     }
 
     /// Runs `body` in its own savepoint of the next group commit; returns after that commit.
