@@ -338,6 +338,42 @@ extension Integration {
                 #expect(try await trio.http.send(TransportRequest(url: url, headers: [("Authorization", "Bearer \(token)")])).status == 200, "\(url)")
             }
         }
+        // Every guarded prefix, in the spellings a probe tries, with no token: each is refused (401 by the guard,
+        // 400 invalid_path, or 404 where the router has no such path); none reaches a handler. Sent raw: libcurl would
+        // tidy some of them.
+        try await Trio.with(options) { trio in
+            let guarded: [(base: String, paths: [String])] = [
+                (trio.server.url, ["/__admin/info", "/__admin/health", "/__admin/reset", "/metrics"]),
+                (trio.relay.url, ["/__control/health", "/__control/stats", "/__control/reset", "/metrics"]),
+            ]
+            for (base, paths) in guarded {
+                for path in paths {
+                    let name = String(path.dropFirst())
+                    var spellings: [String] = ["/" + path, "//" + name + "/", path + "/", path + "//", "/." + path]
+                    spellings += [path.replacingOccurrences(of: "/", with: "//"), "/%2F" + name, "/%2f" + name, path + "/."]
+                    spellings += ["/./" + name, "/x/.." + path, "/" + name.replacingOccurrences(of: "_", with: "%5F")]
+                    spellings += [path.uppercased(), path + "?x=1", "//" + name + "?x=/"]
+                    for spelling in spellings {
+                        for method in ["GET", "POST"] {
+                            let socket = try RawSocket(base)
+                            let body = method == "POST" ? "{}" : ""
+                            try socket.send("\(method) \(spelling) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+                            let status = try socket.readResponse().status
+                            #expect([400, 401, 404, 405].contains(status), "\(method) \(base)\(spelling) answered \(status)")
+                        }
+                    }
+                }
+            }
+            // The canonical spellings still work with the token.
+            for url in [trio.server.url + "//__admin//health/", trio.relay.url + "//__control/health/"] {
+                let token = url.hasPrefix(trio.server.url) ? "s3cret" : "r3lay"
+                let socket = try RawSocket(url)
+                let path = String(url.dropFirst(url.hasPrefix(trio.server.url) ? trio.server.url.count : trio.relay.url.count))
+                try socket.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nConnection: close\r\n\r\n")
+                #expect(try socket.readResponse().status == 200, "\(url)")
+            }
+        }
         // A relay bound beyond loopback without a token refuses to start.
         let relay = Process()
         relay.executableURL = Executables.url("push-relay")

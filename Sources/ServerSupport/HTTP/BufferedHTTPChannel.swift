@@ -225,9 +225,19 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     // MARK: Requests
 
     private func dispatch(_ head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
-        let keepAlive = head.isKeepAlive
+        var head = head
         let channel = context.channel
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        // One spelling of the path for everything below (guards, intercepts, journal, router): `//__admin` and
+        // `/metrics/` must not be one path to the router and another to a guard.
+        switch RequestTarget.canonical(head.uri) {
+        case .success(let uri): head.uri = uri
+        case .failure(let refusal):
+            let response = RequestTarget.error(refusal).makeResponse()
+            Task { await BufferedHTTPHandler.reply(response, keepAlive: false, handler: handler, channel: channel) }
+            return
+        }
+        let keepAlive = head.isKeepAlive
         if let intercept {
             let request = BufferedRequest(
                 head: head, body: body, channel: channel,

@@ -1,0 +1,59 @@
+import ServerSupport
+import Testing
+
+/// The one spelling of a path that the guards, the intercepts and the router all see (`ServerSupport.RequestTarget`).
+@Suite struct RequestTargetTests {
+    private func canonical(_ uri: String) -> String? {
+        if case .success(let value) = RequestTarget.canonical(uri) { return value }
+        return nil
+    }
+
+    private func refusal(_ uri: String) -> RequestTarget.Refusal? {
+        if case .failure(let refusal) = RequestTarget.canonical(uri) { return refusal }
+        return nil
+    }
+
+    @Test func canonicalPathsAreKeptAsTheyAre() {
+        for uri in ["/", "/__admin/info", "/register_user/ios", "/v1/projects/p/messages:send", "/__admin/requests?path=//x&limit=2",
+                    "/a.b/c..d/.e", "/%41dmin"] {
+            #expect(canonical(uri) == uri, "\(uri)")
+        }
+    }
+
+    @Test func repeatedAndTrailingSlashesCollapse() {
+        #expect(canonical("//__admin/info") == "/__admin/info")
+        #expect(canonical("/__admin//reset") == "/__admin/reset")
+        #expect(canonical("///__control///health///") == "/__control/health")
+        #expect(canonical("/metrics/") == "/metrics")
+        #expect(canonical("//") == "/")
+        // The query is not a path: its slashes stay.
+        #expect(canonical("//__admin/requests/?path=//a/") == "/__admin/requests?path=//a/")
+    }
+
+    @Test func dotSegmentsAreRefused() {
+        for uri in ["/./__admin/info", "/x/../__admin/info", "/__admin/info/.", "/__admin/..", "/.", "/.."] {
+            #expect(refusal(uri) == .dotSegment, "\(uri)")
+        }
+    }
+
+    @Test func encodedSeparatorsAndBackslashesAreRefused() {
+        for uri in ["/%2F__admin/info", "/%2f__admin", "/__admin%2Finfo", "/%2E/__admin", "/%2e%2e/x", "/%5C__admin", "/%5c", "/\\__admin"] {
+            #expect(refusal(uri) == .encodedSeparator, "\(uri)")
+        }
+        // A `%` that encodes nothing of the kind, or is cut short, is the router's business.
+        #expect(canonical("/a%20b") == "/a%20b")
+        #expect(canonical("/a%2") == "/a%2")
+    }
+
+    @Test func targetsThatAreNotPathsAreRefused() {
+        for uri in ["*", "http://127.0.0.1/__admin/info", "__admin/info", ""] {
+            #expect(refusal(uri) == .notOriginForm, "\(uri)")
+        }
+    }
+
+    @Test func theRefusalIsA400WithAStableCode() {
+        let error = RequestTarget.error(.dotSegment)
+        #expect(error.status.code == 400)
+        #expect(error.code == "invalid_path")
+    }
+}
