@@ -124,7 +124,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             #expect(try await store.dueMoments(studyID: study.id, after: 0, through: 250) == [100, 200])
             #expect(try await store.pendingOccurrences(surveyID: "s1", patientIDs: ["b"]) == ["b": ["o2", "o4"]])
 
-            let due = try await store.dueWork(studyID: study.id, at: 200)
+            let due = try await store.dueWork(studyID: study.id, at: 200, patientID: nil)
             #expect(due.map(\.participant.patientId) == ["a", "b"])
             #expect(due.map { $0.occurrences.map(\.uuid) } == [["o1", "o3"], ["o2"]])
             func push(_ uuid: String, _ patient: String, status: String) -> PushRecord {
@@ -280,6 +280,77 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             #expect(await order.names.last == "walk")
             #expect(Set(await order.names.prefix(2)) == ["p1", "p2"])
         }
+    }
+
+    /// More study-wide walks at once than the pool has connections, each running queries while it holds its lock: on
+    /// PostgreSQL the locks used to sit on the query pool, so 8 walks on 8 studies took all 8 connections and waited for
+    /// a ninth for good. The time limit turns a wedge into a failure; a failed ticker lock leaves no `lock_timeout`
+    /// behind (a later waiting lock is not cut short).
+    @Test(.timeLimit(.minutes(1)), arguments: StoreKind.available) func moreStudyWalksThanConnectionsAllFinish(_ kind: StoreKind) async throws {
+        try await Self.withStore(kind) { store in
+            let studies = (0..<(2 * PostgresURL.defaultPoolSize)).map { _ in Self.study() }
+            for study in studies { try await store.createStudy(study, interventions: []) }
+            let (entered, enter) = AsyncStream.makeStream(of: Void.self)
+            let release = Gate()
+            let walks = studies.map { study in
+                Task {
+                    try await store.withStudyLock(study.id, wait: true) { () async throws -> String in
+                        enter.yield()
+                        // Hold every lock at once before any walk queries, as concurrent clock moves do.
+                        await release.wait()
+                        var found = 0
+                        for _ in 0..<5 where try await store.study(study.id) != nil { found += 1 }
+                        return found == 5 ? study.id : ""
+                    }
+                }
+            }
+            // As many walks enter as this process may hold locks at once; then all are let go together.
+            let holders = kind == .postgres ? PostgresStore.lockPoolSize(PostgresURL.defaultPoolSize) : studies.count
+            var inside = 0
+            for await _ in entered {
+                inside += 1
+                if inside == holders { break }
+            }
+            await release.open()
+            var finished: [String] = []
+            for walk in walks { finished.append(try await walk.value ?? "") }
+            #expect(finished == studies.map(\.id))
+            if case .postgres(let url) = store.location {
+                // A ticker turned away (lock_timeout) and then a waiting lock on the same instance: the timeout was reset.
+                let other = try await PostgresStore.open(url, metrics: nil, logger: Logger(label: "store-test"))
+                let (held, hold) = AsyncStream.makeStream(of: Void.self)
+                let (free, freeing) = AsyncStream.makeStream(of: Void.self)
+                let holder = Task { try await store.withStudyLock(studies[0].id, wait: true) { () async -> Int in
+                    hold.yield()
+                    for await _ in free { break }
+                    return 1
+                } }
+                for await _ in held { break }
+                let skipped: Int? = try await other.withStudyLock(studies[0].id, wait: false) { 2 }
+                #expect(skipped == nil)
+                let waiter = Task { try await other.withStudyLock(studies[0].id, wait: true) { 3 } }
+                try await Task.sleep(for: .milliseconds(1500))
+                freeing.yield()
+                #expect(try await holder.value == 1)
+                #expect(try await waiter.value == 3)
+                await other.close()
+            }
+        }
+    }
+}
+
+/// Lets every waiter through once opened.
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
     }
 }
 

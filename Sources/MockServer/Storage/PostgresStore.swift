@@ -17,17 +17,22 @@ import Synchronization
 /// registration in a server-scheduled study) takes the same key shared and the participant's key exclusively
 /// (``withParticipantLock(studyID:patientID:_:)``), so registrations plan side by side on every instance.
 /// The mobile API's hot statements are prepared (``ParticipantAndStudyStatement``, ``RegisterStatement``).
+///
+/// Advisory locks are held on connections of their own pool (``lockClient``), never on the pool the work's queries
+/// use: a lock holder waits only for query connections, which no lock holder keeps, so holders cannot take every
+/// connection and wait for each other (8 clock moves on 8 studies with a pool of 8 wedged the instance for good
+/// when both shared one pool).
 final class PostgresStore: Store {
     let location: StoreLocation
     let client: PostgresClient
+    /// Holds the advisory locks (one connection per lock held); queries never run here.
+    let lockClient: PostgresClient
     let logger: Logger
     /// Within this process, one waiter per study asks PostgreSQL (the rest queue here, holding no connection).
     private let locks = StudyLocks()
-    /// Participant locks held at once by this process: each keeps a pooled connection for its advisory locks while
-    /// its work uses others, so they may take at most this many of the pool's connections.
-    private let participantLockPermits: AsyncPermits
-    /// Drives the client's connection pool until ``close()``.
+    /// Drive the two connection pools until ``close()``.
     private let runner: Task<Void, Never>
+    private let lockRunner: Task<Void, Never>
     private let counts = Mutex((writes: 0, commits: 0))
     private let writeCounter: Counter?
 
@@ -47,7 +52,6 @@ final class PostgresStore: Store {
 
     private init(_ url: PostgresURL, metrics: ServerMetrics?, logger: Logger) throws {
         location = .postgres(url)
-        participantLockPermits = AsyncPermits(max(1, (url.poolSize - 2) / 2))
         writeCounter = metrics?.registry.makeCounter(name: "postgres_writes_total", help: "Write transactions committed to PostgreSQL")
         self.logger = logger
         let tls: PostgresClient.Configuration.TLS
@@ -59,8 +63,6 @@ final class PostgresStore: Store {
         var configuration = PostgresClient.Configuration(host: url.host, port: url.port, username: url.user, password: url.password,
                                                          database: url.database, tls: tls)
         configuration.options.connectTimeout = .seconds(5)
-        // A study lock holds one connection while its work uses others; participant locks take at most
-        // `participantLockPermits` (with their work, the pool less two), so other requests always have connections left.
         configuration.options.maximumConnections = url.poolSize
         // The pool's own chatter (a lease before `run()` got going) stays out of the server's log; failures reach the
         // caller as errors.
@@ -68,11 +70,22 @@ final class PostgresStore: Store {
         background.logLevel = .error
         client = PostgresClient(configuration: configuration, backgroundLogger: background)
         runner = Task { [client] in await client.run() }
+        // Locks held at once by this process: a lock waiting here holds nothing, and a holder's work uses `client`.
+        var lockConfiguration = configuration
+        lockConfiguration.options.maximumConnections = Self.lockPoolSize(url.poolSize)
+        lockClient = PostgresClient(configuration: lockConfiguration, backgroundLogger: background)
+        lockRunner = Task { [lockClient] in await lockClient.run() }
     }
+
+    /// Connections of the lock pool for a query pool of `poolSize`: locks held at once (half the query pool, at least
+    /// two), so their work has connections to run on.
+    static func lockPoolSize(_ poolSize: Int) -> Int { max(2, poolSize / 2) }
 
     func close() async {
         runner.cancel()
+        lockRunner.cancel()
         _ = await runner.value
+        _ = await lockRunner.value
     }
 
     var writeCounts: (writes: Int, commits: Int) { counts.withLock { ($0.writes, $0.commits) } }
@@ -185,30 +198,30 @@ final class PostgresStore: Store {
 
     func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T {
         try await locks.withParticipantLock(studyID: studyID, patientID: patientID) {
-            try await self.participantLockPermits.with {
-                // The study's lock shared, then the participant's (always in that order, so two holders cannot wait
-                // for each other), in one round trip each way.
-                try await self.holdingAdvisoryLocks(lock: """
-                    SELECT pg_advisory_lock_shared(hashtextextended(\(studyID), 1)), pg_advisory_lock(hashtextextended(\(patientID), 2))
-                    """, unlock: """
-                    SELECT pg_advisory_unlock(hashtextextended(\(patientID), 2)), pg_advisory_unlock_shared(hashtextextended(\(studyID), 1))
-                    """, timeout: nil, body)!
-            }
+            // The study's lock shared, then the participant's (always in that order, so two holders cannot wait
+            // for each other), in one round trip each way.
+            try await self.holdingAdvisoryLocks(lock: """
+                SELECT pg_advisory_lock_shared(hashtextextended(\(studyID), 1)), pg_advisory_lock(hashtextextended(\(patientID), 2))
+                """, unlock: """
+                SELECT pg_advisory_unlock(hashtextextended(\(patientID), 2)), pg_advisory_unlock_shared(hashtextextended(\(studyID), 1))
+                """, timeout: nil, body)!
         }
     }
 
-    /// Runs `lock` on one leased connection, `body` (whose queries use other connections), then `unlock`, whatever
-    /// `body` does. With a `timeout`, a lock not granted within it returns nil (SQLSTATE 55P03, `lock_not_available`).
+    /// Runs `lock` on one connection of the lock pool, `body` (whose queries use the query pool), then `unlock`,
+    /// whatever `body` does. With a `timeout`, a lock not granted within it returns nil (SQLSTATE 55P03,
+    /// `lock_not_available`); the timeout is reset whatever the lock query did, so no pooled connection keeps it.
     private func holdingAdvisoryLocks<T: Sendable>(lock: PostgresQuery, unlock: PostgresQuery, timeout: String?,
                                                    _ body: @Sendable () async throws -> T) async throws -> T? {
-        try await client.withConnection { connection -> T? in
+        try await lockClient.withConnection { connection -> T? in
             if let timeout { try await connection.query("SELECT set_config('lock_timeout', \(timeout), false)", logger: logger) }
             do {
                 // A statement's error arrives with its rows: collect them.
                 _ = try await connection.query(lock, logger: logger).collect()
-            } catch let error as PSQLError where timeout != nil && error.serverInfo?[.sqlState] == "55P03" {
-                try await connection.query("RESET lock_timeout", logger: logger)
-                return nil
+            } catch {
+                if timeout != nil { _ = try? await connection.query("RESET lock_timeout", logger: logger) }
+                if let error = error as? PSQLError, timeout != nil, error.serverInfo?[.sqlState] == "55P03" { return nil }
+                throw error
             }
             if timeout != nil { try await connection.query("RESET lock_timeout", logger: logger) }
             do {
