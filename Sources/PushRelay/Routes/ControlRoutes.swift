@@ -31,6 +31,7 @@ struct ControlRoutes {
             guard await hub.setReachable(token: token, reachable: body.reachable) else {
                 throw APIError(.notFound, code: "unknown_token", "no device has this token")
             }
+            try await hub.committed()
             return JSONResponse.make(await hub.view(token: token))
         }
         router.put("/__control/faults") { request, _ -> Response in
@@ -52,10 +53,12 @@ struct ControlRoutes {
             let body = try await request.decodeJSON(ClockAdvance.self)
 
             let now = await hub.advanceClock(seconds: body.advanceSeconds)
+            try await hub.committed()
             return JSONResponse.make(ClockNow(now: WireTime.format(Date(timeIntervalSince1970: Double(now) / 1000), milliseconds: true)))
         }
         router.post("/__control/reset") { _, _ -> Response in
             await hub.reset()
+            try await hub.committed()
             return JSONResponse.empty(.noContent)
         }
     }

@@ -17,22 +17,26 @@ struct DeviceRoutes {
             }
             guard !body.appID.isEmpty else { throw APIError(.badRequest, code: "missing_field", "app_id must not be empty", field: "app_id") }
             let token = await hub.register(platform: platform, appID: body.appID)
+            try await hub.committed()
             return JSONResponse.make(RelayWire.TokenResponse(token: token), status: .created)
         }
         router.post("/v1/devices/{token}/ack") { request, context -> Response in
             let token = try context.parameters.require("token")
             let body = try await request.decodeJSON(RelayWire.AckRequest.self, fast: RelayWire.AckRequest.init(json:))
             guard await hub.ack(token: token, ids: body.ids) else { throw try await missing(token) }
+            try await hub.committed()
             return JSONResponse.empty(.noContent)
         }
         router.post("/v1/devices/{token}/rotate") { _, context -> Response in
             let token = try context.parameters.require("token")
             guard let fresh = await hub.rotate(token: token) else { throw try await missing(token) }
+            try await hub.committed()
             return JSONResponse.make(RelayWire.TokenResponse(token: fresh))
         }
         router.delete("/v1/devices/{token}") { _, context -> Response in
             let token = try context.parameters.require("token")
             guard await hub.delete(token: token) else { throw try await missing(token) }
+            try await hub.committed()
             return JSONResponse.empty(.noContent)
         }
     }

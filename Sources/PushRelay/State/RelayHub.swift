@@ -73,7 +73,7 @@ actor RelayHub {
     /// `--device-rate` token buckets: tokens left and when they were counted.
     private var buckets: [String: (tokens: Double, at: ContinuousClock.Instant)] = [:]
 
-    /// `--store`: written through on every change; nil keeps everything in memory.
+    /// `--store`: every change is queued to it; nil keeps everything in memory.
     private let store: RelayStore?
 
     init(traceLimit: Int = 100_000, metrics: ServerMetrics? = nil, configuration: RelayConfiguration = RelayConfiguration(),
@@ -94,13 +94,14 @@ actor RelayHub {
         }
     }
 
-    /// Writes the devices' state to the store (when there is one). False when the write failed.
+    /// Queues the devices' state to the store (when there is one); ``committed()`` waits for it. False when a state
+    /// could not be encoded.
     @discardableResult
     private func persist(_ tokens: [String]) -> Bool {
         guard let store else { return true }
         let states = tokens.compactMap { devices[$0] }
         do {
-            if states.count == 1 { try store.save(states[0]) } else if !states.isEmpty { try store.save(states) }
+            try store.save(states)
             return true
         } catch {
             FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
@@ -214,15 +215,39 @@ actor RelayHub {
             for old in retiredOrder.prefix(retiredOrder.count - retiredLimit) where devices[old] == nil { retired[old] = nil }
             retiredOrder.removeFirst(retiredOrder.count - retiredLimit)
         }
-        do { try store?.retire(token, at: retired[token]!) } catch {
-            FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
-        }
+        store?.retire(token, at: retired[token]!)
         if let connection = connections.removeValue(forKey: token) { connection.sink.finish() }
+    }
+
+    /// Returns once every change made so far is committed to the store (at once without one); throws the store's error
+    /// as 503 `store_unavailable`. Waits off the actor and off the calling thread: the store's writer commits on its own
+    /// queue. A route that answers "kept" calls it after its change.
+    nonisolated func committed() async throws {
+        guard let store else { return }
+        do {
+            try await store.committed()
+        } catch {
+            throw APIError(.serviceUnavailable, code: "store_unavailable", "the relay's store could not commit the change: \(error)")
+        }
     }
 
     // MARK: Provider side
 
-    func send(token: String, platformRequired: Platform?, message: RelayMessage) -> SendOutcome {
+    /// A provider send: ``accept(token:platformRequired:message:)``, then, when accepted, the commit that keeps it.
+    /// "200 means kept": a push the store could not commit is answered 503 (the relay may still deliver it: it was in
+    /// memory and on the stream before the commit failed, and a provider's retry is de-duplicated by the device).
+    nonisolated func send(token: String, platformRequired: Platform?, message: RelayMessage) async -> SendOutcome {
+        let outcome = await accept(token: token, platformRequired: platformRequired, message: message)
+        guard outcome == .accepted, store != nil else { return outcome }
+        do {
+            try await committed()
+            return .accepted
+        } catch {
+            return .outage(503)
+        }
+    }
+
+    private func accept(token: String, platformRequired: Platform?, message: RelayMessage) -> SendOutcome {
         let t = now()
         if let status = withFaults(token, { faults -> Int? in
             guard let until = faults.outageUntil, t < until else { return nil }
@@ -437,7 +462,7 @@ actor RelayHub {
         retiredOrder = []
         buckets = [:]
         trace = []
-        try? store?.wipe()
+        store?.wipe()
         clockOffsetMillis = 0
     }
 

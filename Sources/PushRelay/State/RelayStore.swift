@@ -1,14 +1,46 @@
 import Foundation
 import GRDB
+import Synchronization
 import SurveyWire
 
-/// `--store PATH`: the relay's devices, their pending messages and retired tokens in SQLite, written through on every
-/// change before the change is answered, so a relay restart (or a kill) loses no accepted push. The trace and the
-/// fault settings are not kept.
+/// `--store PATH`: the relay's devices, their pending messages and retired tokens in SQLite. Changes are written by an
+/// asynchronous group-committing writer, never on the thread that made them: the relay's routes run on NIO event loops,
+/// which must not wait for SQLite (an auto-checkpoint's fsync on a slow disk stalled every stream on the loop). A
+/// change is queued in order (``save(_:)``, ``retire(_:at:)``, ``wipe()``); what queues while one transaction commits
+/// goes into the next one, a device's latest state only. A route that must answer "kept" awaits ``committed()``, which
+/// returns once everything queued before it is on disk (or throws what the commit threw). A relay restart (or a kill)
+/// loses no change that was answered. The trace and the fault settings are not kept.
 final class RelayStore: Sendable {
-    private let queue: DatabaseQueue
+    private enum Change: Sendable {
+        case save(token: String, state: Data)
+        case retire(token: String, at: Int64)
+        case wipe
+    }
 
-    /// Opens (creating) the store file; parent directories are created.
+    private struct Waiter {
+        let sequence: UInt64
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var pending: [Change] = []
+        /// Changes queued so far (the sequence number of the last one).
+        var queued: UInt64 = 0
+        /// Everything up to this sequence number has been through a commit (committed or failed).
+        var done: UInt64 = 0
+        /// The newest failed batch: changes up to `through` that were in it answer its error.
+        var failure: (from: UInt64, through: UInt64, error: any Error)?
+        var draining = false
+        var waiters: [Waiter] = []
+        var commits = 0
+    }
+
+    private let queue: DatabaseQueue
+    private let state = Mutex(State())
+    /// Bounds one transaction.
+    private let maxBatch = 4096
+
+    /// Opens (creating) the store file; parent directories are created. Runs at start-up, before any connection.
     init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
@@ -26,12 +58,16 @@ final class RelayStore: Sendable {
                 CREATE TABLE retired (token TEXT PRIMARY KEY, at INTEGER NOT NULL);
                 """)
         }
-        try migrator.migrate(queue)
+        try migrator.migrate(queue)  // startup-only: before the relay listens
     }
 
+    /// Transactions committed since start (each holds every change queued while the one before committed).
+    var commits: Int { state.withLock { $0.commits } }
+
     /// Everything stored: devices (disconnected) and retired tokens. A row that cannot be read is skipped and named.
+    /// Synchronous: called once at start-up, before the relay serves (no event loop or task is waiting on it).
     func load() throws -> (devices: [String: DeviceState], retired: [String: Int64], unreadable: [String]) {
-        try queue.read { db in
+        try queue.read { db in  // startup-only: the hub loads once, before the relay listens
             var devices: [String: DeviceState] = [:]
             var unreadable: [String] = []
             for row in try Row.fetchAll(db, sql: "SELECT token, state FROM device") {
@@ -50,36 +86,128 @@ final class RelayStore: Sendable {
         }
     }
 
-    /// Writes one device's whole state.
-    func save(_ device: DeviceState) throws {
-        let data = try JSONEncoder().encode(device)
-        try queue.write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO device (token, state) VALUES (?, ?)", arguments: [device.token, data])
+    /// Queues devices' whole states.
+    func save(_ devices: [DeviceState]) throws {
+        let changes = try devices.map { Change.save(token: $0.token, state: try JSONEncoder().encode($0)) }
+        enqueue(changes)
+    }
+
+    /// Queues a token's retirement (rotated away or uninstalled): its device row goes, the retired row stays.
+    func retire(_ token: String, at: Int64) {
+        enqueue([.retire(token: token, at: at)])
+    }
+
+    /// Queues the removal of everything.
+    func wipe() {
+        enqueue([.wipe])
+    }
+
+    /// Returns once every change queued before the call has been committed; throws the commit's error when the
+    /// transaction holding one of them failed.
+    func committed() async throws {
+        let ready: Result<Void, any Error>? = state.withLock { s in
+            let target = s.queued
+            if let failure = s.failure, failure.through >= target, failure.from <= target { return .failure(failure.error) }
+            return s.done >= target ? .success(()) : nil
+        }
+        if let ready { return try ready.get() }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let now: Result<Void, any Error>? = state.withLock { s in
+                let target = s.queued
+                if let failure = s.failure, failure.through >= target, failure.from <= target { return .failure(failure.error) }
+                if s.done >= target { return .success(()) }
+                s.waiters.append(Waiter(sequence: target, continuation: continuation))
+                return nil
+            }
+            if let now { continuation.resume(with: now) }
         }
     }
 
-    /// Writes several devices in one transaction.
-    func save(_ devices: [DeviceState]) throws {
-        let rows = try devices.map { ($0.token, try JSONEncoder().encode($0)) }
-        try queue.write { db in
-            for (token, data) in rows {
-                try db.execute(sql: "INSERT OR REPLACE INTO device (token, state) VALUES (?, ?)", arguments: [token, data])
+    private func enqueue(_ changes: [Change]) {
+        guard !changes.isEmpty else { return }
+        let start = state.withLock { s -> Bool in
+            s.pending.append(contentsOf: changes)
+            s.queued += UInt64(changes.count)
+            if s.draining { return false }
+            s.draining = true
+            return true
+        }
+        if start { drainNext() }
+    }
+
+    /// Takes the next batch and writes it on GRDB's own queue (`asyncWrite`); its completion takes the batch after it.
+    private func drainNext() {
+        let batch = state.withLock { s -> (changes: [Change], through: UInt64)? in
+            guard !s.pending.isEmpty else {
+                s.draining = false
+                return nil
+            }
+            let take = min(s.pending.count, maxBatch)
+            let changes = Array(s.pending.prefix(take))
+            s.pending.removeFirst(take)
+            return (changes, s.done + UInt64(take))
+        }
+        guard let batch else { return }
+        let rows = Self.coalesce(batch.changes)
+        queue.asyncWrite({ db in
+            for change in rows {
+                switch change {
+                case .save(let token, let data):
+                    try db.execute(sql: "INSERT OR REPLACE INTO device (token, state) VALUES (?, ?)", arguments: [token, data])
+                case .retire(let token, let at):
+                    try db.execute(sql: "DELETE FROM device WHERE token = ?", arguments: [token])
+                    try db.execute(sql: "INSERT OR REPLACE INTO retired (token, at) VALUES (?, ?)", arguments: [token, at])
+                case .wipe:
+                    try db.execute(sql: "DELETE FROM device")
+                    try db.execute(sql: "DELETE FROM retired")
+                }
+            }
+        }, completion: { [self] _, result in
+            finish(through: batch.through, count: batch.changes.count, result: result)
+            drainNext()
+        })
+    }
+
+    private func finish(through: UInt64, count: Int, result: Result<Void, any Error>) {
+        let resumed = state.withLock { s -> [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] in
+            s.done = through
+            if case .failure(let error) = result {
+                s.failure = (through - UInt64(count) + 1, through, error)
+                FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
+            } else {
+                s.commits += 1
+            }
+            var out: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
+            s.waiters.removeAll { waiter in
+                guard waiter.sequence <= through else { return false }
+                if let failure = s.failure, waiter.sequence >= failure.from, waiter.sequence <= failure.through {
+                    out.append((waiter.continuation, .failure(failure.error)))
+                } else {
+                    out.append((waiter.continuation, .success(())))
+                }
+                return true
+            }
+            return out
+        }
+        for (continuation, value) in resumed { continuation.resume(with: value) }
+    }
+
+    /// A batch with only each device's last saved state (a device saved ten times in a batch is written once), in order.
+    private static func coalesce(_ changes: [Change]) -> [Change] {
+        var lastSave: [String: Int] = [:]
+        for (index, change) in changes.enumerated() {
+            switch change {
+            case .save(let token, _): lastSave[token] = index
+            case .retire(let token, _): lastSave[token] = nil
+            case .wipe: lastSave = [:]
             }
         }
-    }
-
-    /// A token was rotated away or uninstalled.
-    func retire(_ token: String, at: Int64) throws {
-        try queue.write { db in
-            try db.execute(sql: "DELETE FROM device WHERE token = ?", arguments: [token])
-            try db.execute(sql: "INSERT OR REPLACE INTO retired (token, at) VALUES (?, ?)", arguments: [token, at])
-        }
-    }
-
-    func wipe() throws {
-        try queue.write { db in
-            try db.execute(sql: "DELETE FROM device")
-            try db.execute(sql: "DELETE FROM retired")
+        return changes.enumerated().compactMap { index, change in
+            if case .save(let token, _) = change, lastSave[token] != index {
+                // Superseded by a later save of the same device, or by its retirement or a wipe after it.
+                return nil
+            }
+            return change
         }
     }
 }
