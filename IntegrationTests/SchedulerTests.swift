@@ -78,6 +78,30 @@ extension Integration {
         }
     }
 
+    /// A relay that lost its state (restarted without `--store`; here its reset, which forgets the same) answers the
+    /// old token 400 `INVALID_ARGUMENT`, as FCM answers a token it never issued: the server stops sending to it (it
+    /// retried for ever before) and a new token from `/set_fcm_token` gets the held occurrence out at once.
+    @Test func aRelayThatForgotTheTokenIsTreatedAsUnregistered() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            try await client.start()
+            await client.close()
+            _ = try await trio.http.send(try TransportRequest.json(trio.relay.url + "/__control/reset", body: JSONValue.object([:])))
+            let study = setup.study.studyID
+            let first = try await trio.admin.advanceClock(study: study, seconds: 120)
+            #expect(first.fired.map(\.status) == ["token_unregistered"])
+            #expect(first.fired.first?.relayStatus == 400)
+            #expect(try await trio.admin.participant(setup.credentials.patientID).pushTokenUnregistered)
+            #expect(try await trio.admin.advanceClock(study: study, seconds: 3600).fired.isEmpty)
+            let fresh = try await trio.control.registerDevice(platform: "android")
+            let set = try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
+                                           password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)])
+            #expect(set.status == 204)
+            #expect(try await trio.admin.pushes(study: study).map(\.status) == ["token_unregistered", "sent"])
+        }
+    }
+
     @Test func missingRelayIsLoggedAndRetried() async throws {
         try await Trio.with(.init(serverArguments: [])) { trio in
             let setup = try await StudySetup.make(trio)

@@ -145,9 +145,9 @@ struct MobileRoutes: Sendable {
         let patientID = participant.patientId
         try await store.setPushToken(token, patientID: patientID)
         try await auth.recordDeviceFields(form, patientID: patientID, at: study.now(real: context.realNow()))
-        // Occurrences held back while the token was unregistered go out now, in one push.
+        // Occurrences held back while the token was unregistered go out now, in one push (this participant's only).
         if study.isServerScheduled, participant.registeredAt != nil {
-            try await context.scheduler.tick(studyID: study.id)
+            try await context.scheduler.catchUp(studyID: study.id, patientID: patientID)
         }
         return JSONResponse.empty(.noContent)
     }

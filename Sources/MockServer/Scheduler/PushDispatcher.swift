@@ -63,6 +63,10 @@ struct PushDispatcher: Sendable {
                 return Outcome(status: "sent", relayStatus: 200, reason: nil, messageID: messageID)
             case 410, 404:
                 return Outcome(status: "token_unregistered", relayStatus: response.status, reason: Self.reason(response))
+            case 400 where Self.isDeadToken(response):
+                // The provider does not know the token (a relay that lost its state, a token from elsewhere): retrying
+                // cannot help, so the participant waits for a new token, as after a 410.
+                return Outcome(status: "token_unregistered", relayStatus: 400, reason: Self.reason(response))
             default:
                 return Outcome(status: "relay_error", relayStatus: response.status, reason: Self.reason(response))
             }
@@ -70,6 +74,16 @@ struct PushDispatcher: Sendable {
             logger.warning("push to relay failed", metadata: ["error": "\(error)"])
             return Outcome(status: "relay_error", relayStatus: nil, reason: error.code)
         }
+    }
+
+    /// A 400 that names the token itself as unusable: APNs `BadDeviceToken` (Apple: stop sending to it), or FCM
+    /// `INVALID_ARGUMENT` whose message says the registration token is not valid (the case Beiwe's push task also treats
+    /// as a dead token). Other 400s (a malformed message) stay relay errors.
+    static func isDeadToken(_ response: TransportResponse) -> Bool {
+        guard let json = try? response.decode(JSONValue.self) else { return false }
+        if json["reason"]?.stringValue == "BadDeviceToken" { return true }
+        guard json["error"]?["status"]?.stringValue == "INVALID_ARGUMENT", let message = json["error"]?["message"]?.stringValue else { return false }
+        return message.lowercased().contains("registration token")
     }
 
     /// APNs `reason` or FCM `errorCode` from an error body.

@@ -131,6 +131,24 @@ final class SchedulerEngine: Sendable {
         }
     }
 
+    /// Sends one participant's occurrences that are due now and were held back (no token, or a token the relay had
+    /// retired), after a token change. Holds that participant's lock, not the study's: a token change costs one push,
+    /// not a walk of the study with its relay calls (44.5 s in a 640-participant study behind a slow relay).
+    /// Due moments are not walked: everything due rides on one push, as the walk's last pass sends a backlog.
+    @discardableResult
+    func catchUp(studyID: String, patientID: String) async throws -> [PushRecord] {
+        try await store.withParticipantLock(studyID: studyID, patientID: patientID) {
+            guard let study = try await self.store.study(studyID), study.isServerScheduled, study.quarantineReason == nil else { return [] }
+            let t = self.now(of: study).timeIntervalSince1970
+            let due = try await self.store.dueWork(studyID: studyID, at: t, patientID: patientID)
+            guard !due.isEmpty else { return [] }
+            var outcomes: [FiringOutcome] = []
+            for work in due { outcomes.append(await self.attempt(work, studyID: studyID, at: t, maxDelay: study.maxDelay)) }
+            try await self.store.recordFiring(outcomes, at: t)
+            return outcomes.flatMap(\.records)
+        }
+    }
+
     private func logQuarantined(_ surveys: [PreparedSurvey], studyID: String) {
         for survey in surveys where survey.quarantined {
             logger.error("stored survey has unusable schedules; it is not planned", metadata: [
@@ -193,7 +211,7 @@ final class SchedulerEngine: Sendable {
         let studyID = study.id
         let maxDelay = study.maxDelay
         let t = moment.timeIntervalSince1970
-        let due = try await store.dueWork(studyID: studyID, at: t)
+        let due = try await store.dueWork(studyID: studyID, at: t, patientID: nil)
         guard !due.isEmpty else { return [] }
         let attempts = try await withThrowingTaskGroup(of: FiringOutcome.self) { group in
             var results: [FiringOutcome] = []

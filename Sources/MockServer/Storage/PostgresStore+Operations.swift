@@ -393,14 +393,16 @@ extension PostgresStore {
             """).map { try $0.decode(Double.self) }
     }
 
-    func dueWork(studyID: String, at t: Double) async throws -> [DueWork] {
+    func dueWork(studyID: String, at t: Double, patientID: String?) async throws -> [DueWork] {
         let occurrences = try await rows("""
-            SELECT * FROM occurrence WHERE study_id = \(studyID) AND status = 'pending' AND due_at <= \(t) ORDER BY patient_id, due_at
+            SELECT * FROM occurrence WHERE study_id = \(studyID) AND status = 'pending' AND due_at <= \(t)
+            AND (\(patientID)::text IS NULL OR patient_id = \(patientID)) ORDER BY patient_id, due_at
             """).map(OccurrenceRecord.init(pg:))
         guard !occurrences.isEmpty else { return [] }
         let people = try await rows("""
             SELECT * FROM participant WHERE NOT retired AND patient_id IN
-            (SELECT DISTINCT patient_id FROM occurrence WHERE study_id = \(studyID) AND status = 'pending' AND due_at <= \(t))
+            (SELECT DISTINCT patient_id FROM occurrence WHERE study_id = \(studyID) AND status = 'pending' AND due_at <= \(t)
+             AND (\(patientID)::text IS NULL OR patient_id = \(patientID)))
             """).map(ParticipantRecord.init(pg:))
         return DueWork.group(occurrences, people: people)
     }

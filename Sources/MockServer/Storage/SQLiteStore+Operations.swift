@@ -385,15 +385,17 @@ extension SQLiteStore {
         }
     }
 
-    func dueWork(studyID: String, at t: Double) async throws -> [DueWork] {
+    func dueWork(studyID: String, at t: Double, patientID: String?) async throws -> [DueWork] {
         try await read { db in
-            let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ?", arguments: [studyID, t])
+            let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ? AND (? IS NULL OR patient_id = ?)",
+                                                   arguments: [studyID, t, patientID, patientID])
                 .order(sql: "patient_id, due_at").fetchAll(db)
             guard !rows.isEmpty else { return [] }
             let people = try ParticipantRecord.fetchAll(db, sql: """
                 SELECT * FROM participant WHERE retired = 0 AND patient_id IN
-                (SELECT DISTINCT patient_id FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ?)
-                """, arguments: [studyID, t])
+                (SELECT DISTINCT patient_id FROM occurrence WHERE study_id = ? AND status = 'pending' AND due_at <= ?
+                 AND (? IS NULL OR patient_id = ?))
+                """, arguments: [studyID, t, patientID, patientID])
             return DueWork.group(rows, people: people)
         }
     }

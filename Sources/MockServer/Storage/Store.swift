@@ -151,8 +151,9 @@ protocol Store: Sendable {
     func applyPlan(_ plan: PlanChanges) async throws
     /// The distinct due times of pending occurrences in `(after, through]`, ascending.
     func dueMoments(studyID: String, after: Double, through: Double) async throws -> [Double]
-    /// Pending occurrences due by `at`, grouped by active participant (sorted by patient id).
-    func dueWork(studyID: String, at: Double) async throws -> [DueWork]
+    /// Pending occurrences due by `at`, grouped by active participant (sorted by patient id); with `patientID`, only
+    /// that participant's (a token change catches up one participant, not the study).
+    func dueWork(studyID: String, at: Double, patientID: String?) async throws -> [DueWork]
     /// Records what one due moment's pushes did, in one transaction.
     func recordFiring(_ outcomes: [FiringOutcome], at: Double) async throws
 
