@@ -15,7 +15,10 @@ Two rounds, each bounded in time:
 
 Fails (exit 1) when any request fails or times out, a round passes its deadline, or a health answer takes longer than
 --health-limit-ms. Prints one line per round with the counts and the health latencies (max, p99).
+With --retry-503 a phone retries a 503 every half second, as a phone retries later (scripts/phones kills PostgreSQL
+under such a round: every request must still be answered, and every phone finish).
 Usage: phones.py --server URL --relay URL [--phones 50] [--requests 30] [--health-limit-ms 100] [--deadline 120]
+       [--timeout 15] [--only reproducer|flow] [--retry-503]
 """
 import argparse
 import base64
@@ -76,7 +79,7 @@ class Failure(Exception):
 
 
 class Phone(threading.Thread):
-    def __init__(self, server, relay, credentials, requests, upload, survey_id, deadline, timeout):
+    def __init__(self, server, relay, credentials, requests, upload, survey_id, deadline, timeout, retry_503=False):
         super().__init__(daemon=True)
         self.server, self.relay = Connection(server, timeout), Connection(relay, timeout)
         self.patient_id, self.temporary = credentials["patient_id"], credentials["password"]
@@ -84,6 +87,9 @@ class Phone(threading.Thread):
         self.password = "phone-" + self.temporary
         self.device_id = os.urandom(8).hex()
         self.sent = 0
+        self.retry_503 = retry_503
+        self.retried = 0
+        self.current = "start"
         self.error = None
         self.tokens = []
 
@@ -92,15 +98,22 @@ class Phone(threading.Thread):
         fields.update(patient_id=self.patient_id, device_id=self.device_id,
                       password=b64url(hashlib.sha256((password or self.password).encode()).digest()))
         body = urllib.parse.urlencode(fields).encode()
-        status, data = self.server.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
-        self.sent += 1
-        return status, data
+        self.current = path
+        while True:
+            status, data = self.server.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
+            self.sent += 1
+            # A phone retries later what the server could not do now (its database was away).
+            if status != 503 or not self.retry_503 or time.monotonic() > self.deadline:
+                return status, data
+            self.retried += 1
+            time.sleep(0.5)
 
     def expect(self, status, wanted, what, data):
         if status != wanted:
             raise Failure(f"{self.patient_id}: {what} answered {status}: {data[:200]!r}")
 
     def token(self):
+        self.current = "POST /v1/devices"
         status, body = self.relay.json("POST", "/v1/devices", {"platform": "android", "app_id": "phones"})
         self.expect(status, 201, "POST /v1/devices", json.dumps(body).encode())
         self.tokens.append(body["token"])
@@ -143,7 +156,7 @@ class Phone(threading.Thread):
                 status, data = self.form("/upload", {"file_name": name, "file": self.encrypted_answers(registration["client_public_key"])})
                 self.expect(status, 200, "/upload", data)
         except Exception as error:  # noqa: BLE001 - every failure is reported by the round
-            self.error = f"{type(error).__name__}: {error}"
+            self.error = f"{self.patient_id} at {self.current}: {type(error).__name__}: {error}"
 
 
 class HealthProbe(threading.Thread):
@@ -185,7 +198,7 @@ def round_(name, args, phones, requests, upload):
     probe.start()
     started = time.monotonic()
     deadline = started + args.deadline
-    threads = [Phone(args.server, args.relay, p, requests, upload, survey_id, deadline, args.timeout) for p in people]
+    threads = [Phone(args.server, args.relay, p, requests, upload, survey_id, deadline, args.timeout, args.retry_503) for p in people]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -214,8 +227,10 @@ def round_(name, args, phones, requests, upload):
                                 f"not the last one sent")
                 break
     total = sum(t.sent for t in threads)
+    retried = sum(t.retried for t in threads)
     print(f"phones: {name}: {phones} phones, {total} mobile requests in {elapsed:.1f} s ({total / elapsed:.0f}/s); "
-          f"health {len(latencies)} probes, p99 {p99:.1f} ms, max {worst:.1f} ms; {len(problems)} problem(s)", flush=True)
+          f"health {len(latencies)} probes, p99 {p99:.1f} ms, max {worst:.1f} ms; {retried} answers 503 retried; "
+          f"{len(problems)} problem(s)", flush=True)
     for problem in problems[:20]:
         print(f"phones:   {problem}", file=sys.stderr, flush=True)
     return not problems
@@ -230,9 +245,13 @@ def main():
     parser.add_argument("--health-limit-ms", type=float, default=100)
     parser.add_argument("--deadline", type=float, default=120, help="seconds each round may take")
     parser.add_argument("--timeout", type=float, default=15, help="seconds one request may take")
+    parser.add_argument("--only", choices=["reproducer", "flow"], help="run one round")
+    parser.add_argument("--retry-503", action="store_true", help="phones retry a 503 every 0.5 s until the deadline (a database outage)")
     args = parser.parse_args()
     ok = True
     for name, phones, requests, upload in [("reproducer", 20, 30, False), ("flow", args.phones, args.requests, True)]:
+        if args.only and name != args.only:
+            continue
         try:
             ok = round_(name, args, phones, requests, upload) and ok
         except Exception as error:  # noqa: BLE001 - a set-up or admin call that failed or hung fails the run

@@ -422,7 +422,7 @@ extension PostgresStore {
             case .backOff(let until, let count): backOff.append((patientID, until, count))
             }
         }
-        try await transaction { connection in
+        try await transaction { [delivered, unregistered, backOff] connection in
             for part in pushes.chunked(Self.chunk) {
                 try await self.insertValues(connection, """
                     INSERT INTO push (uuid, study_id, patient_id, survey_ids, schedule_uuids, due_at, sent_at, status, relay_status,

@@ -92,32 +92,45 @@ final class PostgresStore: Store {
 
     // MARK: Queries
 
+    /// How long one statement or transaction (its wait for a connection included) may take before the request gets
+    /// 503 `database_unavailable` and lets go of what it holds (``Deadline``).
+    static let operationLimit: Duration = .seconds(30)
+    /// How long taking an advisory lock may wait: another instance's clock move can hold a study for a while.
+    static let lockLimit: Duration = .seconds(120)
+
     /// Runs one statement (autocommit) and returns its rows.
     @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         do {
-            return try await client.query(query, logger: logger).collect()
+            return try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("a statement", after: Self.operationLimit) }) {
+                [client, logger] in try await client.query(query, logger: logger).collect()
+            }
         } catch {
             throw PostgresStoreError.refusal(error)
         }
     }
 
     /// Runs a prepared statement (autocommit) and returns its decoded rows.
-    func prepared<S: PostgresPreparedStatement>(_ statement: S) async throws -> [S.Row] {
+    func prepared<S: PostgresPreparedStatement & Sendable>(_ statement: S) async throws -> [S.Row] where S.Row: Sendable {
         do {
-            var rows: [S.Row] = []
-            for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
-            return rows
+            return try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("a statement", after: Self.operationLimit) }) {
+                [client, logger] in
+                var rows: [S.Row] = []
+                for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            }
         } catch {
             throw PostgresStoreError.refusal(error)
         }
     }
 
     /// Runs `body` in one transaction: committed before this returns, rolled back if it throws.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let value: T
         do {
-            value = try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            value = try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("a transaction", after: Self.operationLimit) }) {
+                [client, logger] in try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            }
         } catch let error as PostgresTransactionError {
             // The closure's own error (an APIError) is what the caller should see.
             throw PostgresStoreError.refusal(error.closureError ?? error.commitError ?? error.beginError ?? error)
@@ -135,7 +148,7 @@ final class PostgresStore: Store {
     }
 
     /// One prepared statement as its own committed transaction.
-    func write<S: PostgresPreparedStatement>(_ statement: S) async throws -> [S.Row] {
+    func write<S: PostgresPreparedStatement & Sendable>(_ statement: S) async throws -> [S.Row] where S.Row: Sendable {
         let result = try await prepared(statement)
         committed()
         return result
@@ -216,20 +229,29 @@ final class PostgresStore: Store {
         try await lockClient.withConnection { connection -> T? in
             if let timeout { try await connection.query("SELECT set_config('lock_timeout', \(timeout), false)", logger: logger) }
             do {
-                // A statement's error arrives with its rows: collect them.
-                _ = try await connection.query(lock, logger: logger).collect()
+                // A statement's error arrives with its rows: collect them. Bounded: a lock connection that died while
+                // waiting must not hold this process's in-process lock for ever.
+                _ = try await Deadline.run(Self.lockLimit, timeout: { PostgresStoreError.timedOut("an advisory lock", after: Self.lockLimit) }) {
+                    [logger] in try await connection.query(lock, logger: logger).collect()
+                }
             } catch {
                 if timeout != nil { _ = try? await connection.query("RESET lock_timeout", logger: logger) }
                 if let error = error as? PSQLError, timeout != nil, error.serverInfo?[.sqlState] == "55P03" { return nil }
-                throw error
+                throw PostgresStoreError.refusal(error)
             }
             if timeout != nil { try await connection.query("RESET lock_timeout", logger: logger) }
+            // The unlock is bounded too; a connection that died took its session's locks with it.
+            let release = { @Sendable [logger] in
+                _ = try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("an unlock", after: Self.operationLimit) }) {
+                    try await connection.query(unlock, logger: logger)
+                }
+            }
             do {
                 let value = try await body()
-                try await connection.query(unlock, logger: logger)
+                try await release()
                 return value
             } catch {
-                _ = try? await connection.query(unlock, logger: logger)
+                _ = try? await release()
                 throw error
             }
         }
@@ -254,6 +276,15 @@ enum PostgresStoreError {
     /// What a client may be told about a refused statement: a text value PostgreSQL cannot store (a NUL character,
     /// SQLSTATE 22021 or 22P05) is the request's fault, a 400; anything else stays as it is (a 500).
     static func refusal(_ error: any Error) -> any Error {
+        if let psql = error as? PSQLError {
+            // The database went away under the statement (killed, restarted, network): a 503 the client may retry,
+            // not a 500. SQLSTATE class 57 (operator intervention: 57P01 admin shutdown, 57P03 cannot connect now) too.
+            let lost: [PSQLError.Code] = [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown]
+            if lost.contains(psql.code) || psql.serverInfo?[.sqlState]?.hasPrefix("57") == true {
+                return APIError(.serviceUnavailable, code: "database_unavailable",
+                                "the connection to PostgreSQL was lost during the request; retry it", headers: [.retryAfter: "1"])
+            }
+        }
         guard let state = (error as? PSQLError)?.serverInfo?[.sqlState], state == "22021" || state == "22P05" else { return error }
         return APIError(.badRequest, code: "invalid_character", "a text value contains a NUL character, which the database cannot store")
     }

@@ -1,0 +1,97 @@
+import ServerSupport
+import Synchronization
+
+/// Stops waiting for a database operation after a limit, even one that never returns.
+///
+/// postgres-nio can lose a query that was in flight when its connection died: killing PostgreSQL under load left
+/// `/mobile-heartbeat` and `/download_surveys` requests unanswered after the database was back (new requests were
+/// served at once). A request that waits for ever also holds whatever it holds for ever (a study or participant lock,
+/// so every later registration of that study queued behind it). Here the operation runs in a task of its own; when
+/// the limit passes first, the caller gets the timeout error at once and the task is cancelled (postgres-nio closes
+/// the connection of a cancelled query). The caller's own cancellation ends the wait the same way.
+enum Deadline {
+    /// The result of `operation`, or `timeout()` thrown once `limit` has passed.
+    static func run<T: Sendable>(_ limit: Duration, timeout: @escaping @Sendable () -> any Error,
+                                 _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let race = Race<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                race.begin(continuation)
+                let work = Task {
+                    do { race.finish(.success(try await operation())) } catch { race.finish(.failure(error)) }
+                }
+                race.watch(work)
+                race.arm(Task {
+                    try? await Task.sleep(for: limit)
+                    guard !Task.isCancelled else { return }
+                    race.finish(.failure(timeout()))
+                })
+            }
+        } onCancel: {
+            race.finish(.failure(CancellationError()))
+        }
+    }
+
+    /// One answer for the caller, whichever comes first; the loser's task is cancelled.
+    private final class Race<T: Sendable>: Sendable {
+        private struct State {
+            var continuation: CheckedContinuation<T, any Error>?
+            var early: Result<T, any Error>?
+            var done = false
+            var work: Task<Void, Never>?
+            var timer: Task<Void, Never>?
+        }
+        private let state = Mutex(State())
+
+        func begin(_ continuation: CheckedContinuation<T, any Error>) {
+            let early = state.withLock { s -> Result<T, any Error>? in
+                if let early = s.early { return early }
+                s.continuation = continuation
+                return nil
+            }
+            if let early { continuation.resume(with: early) }
+        }
+
+        func watch(_ work: Task<Void, Never>) {
+            let cancel = state.withLock { s -> Bool in
+                s.work = work
+                return s.done
+            }
+            if cancel { work.cancel() }
+        }
+
+        func arm(_ timer: Task<Void, Never>) {
+            let cancel = state.withLock { s -> Bool in
+                s.timer = timer
+                return s.done
+            }
+            if cancel { timer.cancel() }
+        }
+
+        func finish(_ result: Result<T, any Error>) {
+            let taken = state.withLock { s -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, Task<Void, Never>?)? in
+                guard !s.done else { return nil }
+                s.done = true
+                guard let continuation = s.continuation else {
+                    s.early = result
+                    return (nil, s.work, s.timer)
+                }
+                s.continuation = nil
+                return (continuation, s.work, s.timer)
+            }
+            guard let (continuation, work, timer) = taken else { return }
+            timer?.cancel()
+            if case .failure = result { work?.cancel() }
+            continuation?.resume(with: result)
+        }
+    }
+}
+
+extension PostgresStoreError {
+    /// An operation that did not finish within its limit: the database went away or stopped answering.
+    static func timedOut(_ what: String, after limit: Duration) -> APIError {
+        APIError(.serviceUnavailable, code: "database_unavailable",
+                 "PostgreSQL did not answer \(what) within \(limit.components.seconds) s; the server stays up and retries with the next request",
+                 headers: [.retryAfter: "1"])
+    }
+}
