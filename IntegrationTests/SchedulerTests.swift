@@ -56,18 +56,11 @@ extension Integration {
             #expect(try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(token)")).status == 204)
 
             let study = setup.study.studyID
-            let first = try await trio.admin.advanceClock(study: study, seconds: 120)
-            #expect(first.fired.map(\.status) == ["token_unregistered"])
-            #expect(first.fired.first?.relayStatus == 404)
-            #expect(try await trio.admin.participant(setup.credentials.patientID).pushTokenUnregistered)
             // No more attempts while the token is dead, not even for the 10:00 survey.
-            #expect(try await trio.admin.advanceClock(study: study, seconds: 3600).fired.isEmpty)
+            try await expectHeldAsUnregistered(trio, setup, relayStatus: 404)
 
             // A new token: both held occurrences go out at once, in one push.
-            let fresh = try await trio.control.registerDevice(platform: "android")
-            let set = try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
-                                           password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)])
-            #expect(set.status == 204)
+            let fresh = try await sendFreshToken(trio, setup)
             let pushes = try await trio.admin.pushes(study: study)
             #expect(pushes.map(\.status) == ["token_unregistered", "sent"])
             #expect(pushes.last?.surveyIDs == [setup.surveyID, laterID])
@@ -88,18 +81,30 @@ extension Integration {
             try await client.start()
             await client.close()
             _ = try await trio.http.send(try TransportRequest.json(trio.relay.url + "/__control/reset", body: JSONValue.object([:])))
-            let study = setup.study.studyID
-            let first = try await trio.admin.advanceClock(study: study, seconds: 120)
-            #expect(first.fired.map(\.status) == ["token_unregistered"])
-            #expect(first.fired.first?.relayStatus == 400)
-            #expect(try await trio.admin.participant(setup.credentials.patientID).pushTokenUnregistered)
-            #expect(try await trio.admin.advanceClock(study: study, seconds: 3600).fired.isEmpty)
-            let fresh = try await trio.control.registerDevice(platform: "android")
-            let set = try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
-                                           password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)])
-            #expect(set.status == 204)
-            #expect(try await trio.admin.pushes(study: study).map(\.status) == ["token_unregistered", "sent"])
+            try await expectHeldAsUnregistered(trio, setup, relayStatus: 400)
+            _ = try await sendFreshToken(trio, setup)
+            #expect(try await trio.admin.pushes(study: setup.study.studyID).map(\.status) == ["token_unregistered", "sent"])
         }
+    }
+
+    /// The 09:00 push finds the token dead (`relayStatus`): logged `token_unregistered`, the participant flagged, and
+    /// nothing more sent for an hour.
+    private func expectHeldAsUnregistered(_ trio: Trio, _ setup: StudySetup, relayStatus: Int) async throws {
+        let study = setup.study.studyID
+        let first = try await trio.admin.advanceClock(study: study, seconds: 120)
+        #expect(first.fired.map(\.status) == ["token_unregistered"])
+        #expect(first.fired.first?.relayStatus == relayStatus)
+        #expect(try await trio.admin.participant(setup.credentials.patientID).pushTokenUnregistered)
+        #expect(try await trio.admin.advanceClock(study: study, seconds: 3600).fired.isEmpty)
+    }
+
+    /// A new relay token, sent with `/set_fcm_token` (204); returns it.
+    private func sendFreshToken(_ trio: Trio, _ setup: StudySetup) async throws -> String {
+        let fresh = try await trio.control.registerDevice(platform: "android")
+        let set = try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
+                                       password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)])
+        #expect(set.status == 204)
+        return fresh
     }
 
     @Test func missingRelayIsLoggedAndRetried() async throws {

@@ -5,9 +5,11 @@
 /// `/metrics` while the guards, comparing text, saw other paths and let them through. Here a path is made canonical
 /// once, on the connection, before anything reads it:
 /// - runs of `/` become one `/`, and a trailing `/` goes (`/metrics/` is `/metrics`; `/` stays `/`);
-/// - a dot segment (`.` or `..`), a percent-encoded `/`, `\` or `.` (`%2F`, `%5C`, `%2E`), a `\`, or a target that is not
-///   origin-form (`*`, `http://…`) is refused: no route has one, and each is a way to make two layers read two paths.
-/// Letter case is left alone: the router is case-sensitive, so `/__ADMIN/info` is a 404, not a way past the guard.
+/// - a dot segment (`.` or `..`), a `\` (some proxies read it as `/`), or a target that is not origin-form (`*`,
+///   `http://…`) is refused: no route has one, and each is a way to make two layers read two paths.
+/// Percent-encoding is left alone: neither the router nor the guards decode a path, so `%2F__admin` is one segment of
+/// text to both (a 404), and a path parameter may carry any encoded character (`%5C` in a participant id). Letter case
+/// is left alone too: the router is case-sensitive, so `/__ADMIN/info` is a 404, not a way past the guard.
 public enum RequestTarget {
     /// Why a target was refused.
     public enum Refusal: Error, Equatable, Sendable {
@@ -15,8 +17,8 @@ public enum RequestTarget {
         case notOriginForm
         /// A `.` or `..` segment.
         case dotSegment
-        /// `%2F`, `%5C` or `%2E` in the path, or a `\`.
-        case encodedSeparator
+        /// A `\` in the path.
+        case backslash
     }
 
     /// The canonical request target (path and, unchanged, its `?query`), or why it is refused. Returns `uri` itself
@@ -31,14 +33,7 @@ public enum RequestTarget {
         var index = path.startIndex
         while index < path.endIndex {
             let byte = path[index]
-            if byte == UInt8(ascii: "\\") { return .failure(.encodedSeparator) }
-            if byte == UInt8(ascii: "%"), index + 2 < path.endIndex {
-                let hi = path[index + 1], lo = path[index + 2] | 0x20  // lowercase the second digit
-                if (hi == UInt8(ascii: "2") && (lo == UInt8(ascii: "f") || lo == UInt8(ascii: "e"))) ||
-                    (hi == UInt8(ascii: "5") && lo == UInt8(ascii: "c")) {
-                    return .failure(.encodedSeparator)
-                }
-            }
+            if byte == UInt8(ascii: "\\") { return .failure(.backslash) }
             if byte == UInt8(ascii: "/"), previous == UInt8(ascii: "/") { needsRewrite = true }
             previous = byte
             index += 1
@@ -65,7 +60,7 @@ public enum RequestTarget {
         switch refusal {
         case .notOriginForm: why = "the request target must be a path starting with '/'"
         case .dotSegment: why = "the path has a '.' or '..' segment"
-        case .encodedSeparator: why = "the path has an encoded separator (%2F, %5C, %2E) or a backslash"
+        case .backslash: why = "the path has a backslash"
         }
         return APIError(.badRequest, code: "invalid_path", why)
     }
