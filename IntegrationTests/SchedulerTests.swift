@@ -87,6 +87,41 @@ extension Integration {
         }
     }
 
+    /// `/set_fcm_token` catches up its own participant under that participant's lock. It walked the whole study under
+    /// the study's lock, relay calls included, so a slow relay held every registration of the study: here the relay is
+    /// frozen (SIGSTOP) while A's catch-up push waits for it, and B still registers at once.
+    @Test func aNewTokensCatchUpDoesNotHoldTheStudy() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let other = try await trio.admin.createParticipants(study: setup.study.studyID)[0]
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            try await client.start()
+            let token = try #require(await client.pushToken)
+            await client.close()
+            #expect(try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(token)")).status == 204)
+            // 09:01: the 09:00 push found the token dead; the occurrence is held (within the study's max delay).
+            #expect(try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 120).fired.map(\.status) == ["token_unregistered"])
+            let fresh = try await trio.control.registerDevice(platform: "android")
+            kill(trio.relay.pid, SIGSTOP)
+            let catchUp = Task {
+                try await mobilePost(trio, "/set_fcm_token", patientID: setup.credentials.patientID,
+                                     password: "new-" + setup.credentials.password, extra: [("fcm_token", fresh)]).status
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let started = ContinuousClock.now
+            let registered = try await mobilePost(trio, "/register_user", patientID: other.patientID, password: other.password, deviceID: "b",
+                                                  extra: [("new_password", "new-b"), ("timezone", "America/Chicago"), ("fcm_token", "token-b"),
+                                                          ("phone_number", "0")])
+            let waited = ContinuousClock.now - started
+            kill(trio.relay.pid, SIGCONT)
+            #expect(registered.status == 200)
+            #expect(waited < .seconds(3), "B's registration waited \(waited) behind A's catch-up")
+            #expect(try await catchUp.value == 204)
+            // The catch-up did reach the frozen relay (it timed out there, or got through once the relay went on).
+            #expect(try await trio.admin.pushes(study: setup.study.studyID, patient: setup.credentials.patientID).count == 2)
+        }
+    }
+
     /// The 09:00 push finds the token dead (`relayStatus`): logged `token_unregistered`, the participant flagged, and
     /// nothing more sent for an hour.
     private func expectHeldAsUnregistered(_ trio: Trio, _ setup: StudySetup, relayStatus: Int) async throws {

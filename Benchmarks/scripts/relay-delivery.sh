@@ -9,6 +9,8 @@
 # (the socket calls and the loopback delivery of what it writes: the part no change to the relay's own code removes
 # while each delivery arrives alone) and its system calls per delivery. The split comes from samples, not from
 # /proc's utime/stime, which this kernel assigns per tick and which swung from 14 to 123 us between runs.
+# STORE=1 runs the relay with --store (a SQLite file in the run's temporary directory): every accepted push, ack and
+# connect is committed by the store's asynchronous writer before it is answered.
 set -euo pipefail
 devices=${1:-500}
 rate=${2:-2000}
@@ -19,7 +21,9 @@ trap 'kill $server_pid $driver_pid 2>/dev/null || true; wait 2>/dev/null || true
 driver_pid=""
 
 source "$(dirname "$0")/lib.sh"
-start_server push-relay --log-level warning
+store_args=()
+[ -n "${STORE:-}" ] && store_args=(--store "$work/relay.sqlite")
+start_server push-relay --log-level warning "${store_args[@]}"
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 "$bin/survey-cli" load push --relay "$url" --devices "$devices" --rate "$rate" --warmup 2s --duration "${seconds}s" \
