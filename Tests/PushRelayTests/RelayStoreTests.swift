@@ -30,7 +30,7 @@ import SurveyWire
             for index in 0..<40 {
                 group.addTask {
                     for messages in 1...5 {
-                        try store.save([self.device("t\(index)", messages: messages)])
+                        store.save([self.device("t\(index)", messages: messages)])
                         try await store.committed()
                     }
                 }
@@ -50,8 +50,8 @@ import SurveyWire
     @Test func theLastOfSeveralQueuedStatesWins() async throws {
         let path = temporaryPath()
         let store = try RelayStore(path: path)
-        try store.save((1...10).map { device("same", messages: $0) })
-        try store.save([device("other", messages: 1)])
+        store.save((1...10).map { device("same", messages: $0) })
+        store.save([device("other", messages: 1)])
         store.retire("other", at: 7)
         try await store.committed()
         let loaded = try RelayStore(path: path).load()
@@ -67,15 +67,15 @@ import SurveyWire
     @Test func aFailedCommitIsReportedToItsWaitersAndLaterChangesCommit() async throws {
         let path = temporaryPath()
         let store = try RelayStore(path: path)
-        try store.save([device("before")])
+        store.save([device("before")])
         try await store.committed()
         // Another connection takes the table away: the next transaction fails.
         let other = try DatabaseQueue(path: path)
         try await other.write { db in try db.execute(sql: "ALTER TABLE device RENAME TO device_gone") }
-        try store.save([device("lost")])
+        store.save([device("lost")])
         await #expect(throws: (any Error).self) { try await store.committed() }
         try await other.write { db in try db.execute(sql: "ALTER TABLE device_gone RENAME TO device") }
-        try store.save([device("after")])
+        store.save([device("after")])
         try await store.committed()
         let loaded = try RelayStore(path: path).load()
         #expect(loaded.devices.keys.sorted() == ["after", "before"])

@@ -94,19 +94,10 @@ actor RelayHub {
         }
     }
 
-    /// Queues the devices' state to the store (when there is one); ``committed()`` waits for it. False when a state
-    /// could not be encoded.
-    @discardableResult
-    private func persist(_ tokens: [String]) -> Bool {
-        guard let store else { return true }
-        let states = tokens.compactMap { devices[$0] }
-        do {
-            try store.save(states)
-            return true
-        } catch {
-            FileHandle.standardError.write(Data("push-relay: store write failed: \(error)\n".utf8))
-            return false
-        }
+    /// Queues the devices' state to the store (when there is one); ``committed()`` waits for it.
+    private func persist(_ tokens: [String]) {
+        guard let store else { return }
+        store.save(tokens.compactMap { devices[$0] })
     }
 
     /// Takes one token from the device's bucket; false when it is empty.
@@ -279,14 +270,10 @@ actor RelayHub {
             return .accepted
         }
         var entries: [TraceEntry] = []
-        let previous = devices[token]
         let out = device.accept(message, now: t, trace: &entries)
         devices[token] = device
-        // "200 means kept": a push the store could not write is refused, and the device is as before.
-        guard persist([token]) else {
-            devices[token] = previous
-            return .outage(503)
-        }
+        // "200 means kept": `send` answers after the commit (503 when it fails).
+        persist([token])
         record(entries)
         deliver(out, token: token)
         return .accepted

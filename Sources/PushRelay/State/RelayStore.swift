@@ -12,7 +12,8 @@ import SurveyWire
 /// loses no change that was answered. The trace and the fault settings are not kept.
 final class RelayStore: Sendable {
     private enum Change: Sendable {
-        case save(token: String, state: Data)
+        /// Encoded on the writer's queue, and only when no later save of the device in the same batch supersedes it.
+        case save(token: String, state: DeviceState)
         case retire(token: String, at: Int64)
         case wipe
     }
@@ -86,10 +87,9 @@ final class RelayStore: Sendable {
         }
     }
 
-    /// Queues devices' whole states.
-    func save(_ devices: [DeviceState]) throws {
-        let changes = try devices.map { Change.save(token: $0.token, state: try JSONEncoder().encode($0)) }
-        enqueue(changes)
+    /// Queues devices' whole states (a copy of each value; the encoding happens on the writer's queue).
+    func save(_ devices: [DeviceState]) {
+        enqueue(devices.map { Change.save(token: $0.token, state: $0) })
     }
 
     /// Queues a token's retirement (rotated away or uninstalled): its device row goes, the retired row stays.
@@ -150,9 +150,11 @@ final class RelayStore: Sendable {
         guard let batch else { return }
         let rows = Self.coalesce(batch.changes)
         queue.asyncWrite({ db in
+            let encoder = JSONEncoder()
             for change in rows {
                 switch change {
-                case .save(let token, let data):
+                case .save(let token, let state):
+                    let data = try encoder.encode(state)
                     try db.execute(sql: "INSERT OR REPLACE INTO device (token, state) VALUES (?, ?)", arguments: [token, data])
                 case .retire(let token, let at):
                     try db.execute(sql: "DELETE FROM device WHERE token = ?", arguments: [token])
