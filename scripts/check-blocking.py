@@ -42,6 +42,7 @@ def strip_comment(line):
 def violations(path, text):
     found = []
     lines = text.splitlines()
+    uses_grdb = "import GRDB" in text
     for number, line in enumerate(lines, 1):
         code = strip_comment(line)
         if not code.strip():
@@ -49,7 +50,6 @@ def violations(path, text):
         allowed = MARKER in line or (number > 1 and MARKER in lines[number - 2])
         if allowed:
             continue
-        uses_grdb = "import GRDB" in text
         match = (GRDB_SYNC.search(code) if uses_grdb else None) or BLOCKING.search(code)
         if match:
             found.append(f"{path}:{number}: blocking call `{match.group(0).strip()}`: {line.strip()}")

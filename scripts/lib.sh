@@ -60,3 +60,22 @@ build() {
     swift build "$@"
     log "build finished in $((SECONDS - started)) s"
 }
+
+# Starts "$BIN/NAME" ARGS... in the background with --parent-pid (so it ends with the calling script), behind the words
+# of $LAUNCH when set (e.g. "taskset -c 0"); its output goes to $WORK/NAME.out and .err, its pid is added to PIDS, and
+# the URL of its READY line is put into the variable named VAR. Call it directly, not inside $(...): PIDS must be the
+# caller's, so that its cleanup stops the process.
+start_server() {
+    local var=$1 name=$2
+    shift 2
+    ${LAUNCH:-} "$BIN/$name" "$@" --parent-pid $$ >"$WORK/$name.out" 2>"$WORK/$name.err" &
+    PIDS+=($!)
+    for _ in $(seq 200); do
+        if grep -q '^READY' "$WORK/$name.out" 2>/dev/null; then
+            printf -v "$var" '%s' "$(sed -n 's/^READY .*"url":"\([^"]*\)".*/\1/p' "$WORK/$name.out")"
+            return 0
+        fi
+        sleep 0.1
+    done
+    log "$name did not start:"; cat "$WORK/$name.err" >&2; exit 1
+}

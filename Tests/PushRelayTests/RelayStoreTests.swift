@@ -22,7 +22,7 @@ import SurveyWire
         return device
     }
 
-    @Test func concurrentChangesCommitInGroupsAndSurviveAReopen() async throws {
+    @Test func concurrentChangesAllCommitAndSurviveAReopen() async throws {
         let path = temporaryPath()
         let store = try RelayStore(path: path)
         // 40 tasks, each saving its device 5 times (its latest state with 1...5 messages) and waiting for the commit.

@@ -139,13 +139,7 @@ final class SchedulerEngine: Sendable {
     func catchUp(studyID: String, patientID: String) async throws -> [PushRecord] {
         try await store.withParticipantLock(studyID: studyID, patientID: patientID) {
             guard let study = try await self.store.study(studyID), study.isServerScheduled, study.quarantineReason == nil else { return [] }
-            let t = self.now(of: study).timeIntervalSince1970
-            let due = try await self.store.dueWork(studyID: studyID, at: t, patientID: patientID)
-            guard !due.isEmpty else { return [] }
-            var outcomes: [FiringOutcome] = []
-            for work in due { outcomes.append(await self.attempt(work, studyID: studyID, at: t, maxDelay: study.maxDelay)) }
-            try await self.store.recordFiring(outcomes, at: t)
-            return outcomes.flatMap(\.records)
+            return try await self.fire(study: study, at: self.now(of: study), patientID: patientID)
         }
     }
 
@@ -206,12 +200,13 @@ final class SchedulerEngine: Sendable {
         return fired
     }
 
-    /// Sends, at study time `moment`, one push per participant bundling all their pending occurrences due by then.
-    private func fire(study: StudyRecord, at moment: Date) async throws -> [PushRecord] {
+    /// Sends, at study time `moment`, one push per participant bundling all their pending occurrences due by then
+    /// (with `patientID`, that participant's only).
+    private func fire(study: StudyRecord, at moment: Date, patientID: String? = nil) async throws -> [PushRecord] {
         let studyID = study.id
         let maxDelay = study.maxDelay
         let t = moment.timeIntervalSince1970
-        let due = try await store.dueWork(studyID: studyID, at: t, patientID: nil)
+        let due = try await store.dueWork(studyID: studyID, at: t, patientID: patientID)
         guard !due.isEmpty else { return [] }
         let attempts = try await withThrowingTaskGroup(of: FiringOutcome.self) { group in
             var results: [FiringOutcome] = []

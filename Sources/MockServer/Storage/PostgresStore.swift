@@ -98,13 +98,17 @@ final class PostgresStore: Store {
     /// How long taking an advisory lock may wait: another instance's clock move can hold a study for a while.
     static let lockLimit: Duration = .seconds(120)
 
+    /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`.
+    private func bounded<T: Sendable>(_ what: String, _ limit: Duration = operationLimit,
+                                      _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await Deadline.run(limit, timeout: { PostgresStoreError.timedOut(what, after: limit) }, operation)
+    }
+
     /// Runs one statement (autocommit) and returns its rows.
     @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         do {
-            return try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("a statement", after: Self.operationLimit) }) {
-                [client, logger] in try await client.query(query, logger: logger).collect()
-            }
+            return try await bounded("a statement") { [client, logger] in try await client.query(query, logger: logger).collect() }
         } catch {
             throw PostgresStoreError.refusal(error)
         }
@@ -113,8 +117,7 @@ final class PostgresStore: Store {
     /// Runs a prepared statement (autocommit) and returns its decoded rows.
     func prepared<S: PostgresPreparedStatement & Sendable>(_ statement: S) async throws -> [S.Row] where S.Row: Sendable {
         do {
-            return try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("a statement", after: Self.operationLimit) }) {
-                [client, logger] in
+            return try await bounded("a statement") { [client, logger] in
                 var rows: [S.Row] = []
                 for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
                 return rows
@@ -128,8 +131,8 @@ final class PostgresStore: Store {
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let value: T
         do {
-            value = try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("a transaction", after: Self.operationLimit) }) {
-                [client, logger] in try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            value = try await bounded("a transaction") { [client, logger] in
+                try await client.withTransaction(logger: logger) { connection in try await body(connection) }
             }
         } catch let error as PostgresTransactionError {
             // The closure's own error (an APIError) is what the caller should see.
@@ -231,9 +234,7 @@ final class PostgresStore: Store {
             do {
                 // A statement's error arrives with its rows: collect them. Bounded: a lock connection that died while
                 // waiting must not hold this process's in-process lock for ever.
-                _ = try await Deadline.run(Self.lockLimit, timeout: { PostgresStoreError.timedOut("an advisory lock", after: Self.lockLimit) }) {
-                    [logger] in try await connection.query(lock, logger: logger).collect()
-                }
+                _ = try await bounded("an advisory lock", Self.lockLimit) { [logger] in try await connection.query(lock, logger: logger).collect() }
             } catch {
                 if timeout != nil { _ = try? await connection.query("RESET lock_timeout", logger: logger) }
                 if let error = error as? PSQLError, timeout != nil, error.serverInfo?[.sqlState] == "55P03" { return nil }
@@ -241,11 +242,7 @@ final class PostgresStore: Store {
             }
             if timeout != nil { try await connection.query("RESET lock_timeout", logger: logger) }
             // The unlock is bounded too; a connection that died took its session's locks with it.
-            let release = { @Sendable [logger] in
-                _ = try await Deadline.run(Self.operationLimit, timeout: { PostgresStoreError.timedOut("an unlock", after: Self.operationLimit) }) {
-                    try await connection.query(unlock, logger: logger)
-                }
-            }
+            let release = { @Sendable [logger] in _ = try await self.bounded("an unlock") { try await connection.query(unlock, logger: logger) } }
             do {
                 let value = try await body()
                 try await release()

@@ -34,6 +34,13 @@ final class RelayStore: Sendable {
         var draining = false
         var waiters: [Waiter] = []
         var commits = 0
+
+        /// How a wait for the changes up to `sequence` ends, once known: the failed batch's error if it held them, else
+        /// success once they have been through a commit; nil while they are still queued or committing.
+        func outcome(_ sequence: UInt64) -> Result<Void, any Error>? {
+            if let failure, (failure.from...failure.through).contains(sequence) { return .failure(failure.error) }
+            return done >= sequence ? .success(()) : nil
+        }
     }
 
     private let queue: DatabaseQueue
@@ -105,18 +112,11 @@ final class RelayStore: Sendable {
     /// Returns once every change queued before the call has been committed; throws the commit's error when the
     /// transaction holding one of them failed.
     func committed() async throws {
-        let ready: Result<Void, any Error>? = state.withLock { s in
-            let target = s.queued
-            if let failure = s.failure, failure.through >= target, failure.from <= target { return .failure(failure.error) }
-            return s.done >= target ? .success(()) : nil
-        }
-        if let ready { return try ready.get() }
+        if let ready = state.withLock({ $0.outcome($0.queued) }) { return try ready.get() }
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let now: Result<Void, any Error>? = state.withLock { s in
-                let target = s.queued
-                if let failure = s.failure, failure.through >= target, failure.from <= target { return .failure(failure.error) }
-                if s.done >= target { return .success(()) }
-                s.waiters.append(Waiter(sequence: target, continuation: continuation))
+                if let known = s.outcome(s.queued) { return known }
+                s.waiters.append(Waiter(sequence: s.queued, continuation: continuation))
                 return nil
             }
             if let now { continuation.resume(with: now) }
@@ -180,15 +180,11 @@ final class RelayStore: Sendable {
                 s.commits += 1
             }
             var out: [(CheckedContinuation<Void, any Error>, Result<Void, any Error>)] = []
-            s.waiters.removeAll { waiter in
-                guard waiter.sequence <= through else { return false }
-                if let failure = s.failure, waiter.sequence >= failure.from, waiter.sequence <= failure.through {
-                    out.append((waiter.continuation, .failure(failure.error)))
-                } else {
-                    out.append((waiter.continuation, .success(())))
-                }
-                return true
+            var waiting: [Waiter] = []
+            for waiter in s.waiters {
+                if let outcome = s.outcome(waiter.sequence) { out.append((waiter.continuation, outcome)) } else { waiting.append(waiter) }
             }
+            s.waiters = waiting
             return out
         }
         for (continuation, value) in resumed { continuation.resume(with: value) }

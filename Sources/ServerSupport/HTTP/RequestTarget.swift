@@ -21,36 +21,45 @@ public enum RequestTarget {
         case backslash
     }
 
-    /// The canonical request target (path and, unchanged, its `?query`), or why it is refused. Returns `uri` itself
-    /// (no copy) when it is already canonical, which is every well-formed client's case.
+    /// The canonical request target (path and, unchanged, its `?query`), or why it is refused. One pass over the
+    /// bytes with no allocation when `uri` is already canonical (every well-formed client's case): `uri` itself comes
+    /// back. Only a path that needs rewriting is copied.
     public static func canonical(_ uri: String) -> Result<String, Refusal> {
-        let bytes = Array(uri.utf8)
-        let queryStart = bytes.firstIndex(of: UInt8(ascii: "?")) ?? bytes.count
-        let path = bytes[..<queryStart]
-        guard path.first == UInt8(ascii: "/") else { return .failure(.notOriginForm) }
+        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: "."), question = UInt8(ascii: "?"), backslash = UInt8(ascii: "\\")
+        let utf8 = uri.utf8
+        guard utf8.first == slash else { return .failure(.notOriginForm) }
         var needsRewrite = false
         var previous: UInt8 = 0
-        var index = path.startIndex
-        while index < path.endIndex {
-            let byte = path[index]
-            if byte == UInt8(ascii: "\\") { return .failure(.backslash) }
-            if byte == UInt8(ascii: "/"), previous == UInt8(ascii: "/") { needsRewrite = true }
-            previous = byte
-            index += 1
-        }
-        if path.count > 1, path.last == UInt8(ascii: "/") { needsRewrite = true }
-        // Dot segments, by segment.
-        for segment in path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
-            if segment.elementsEqual([UInt8(ascii: ".")]) || segment.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
-                return .failure(.dotSegment)
+        /// Bytes of the current segment so far, and how many of them are dots (a segment of only 1 or 2 dots is refused).
+        var segmentLength = 0, segmentDots = 0
+        var pathEnd = utf8.endIndex
+        for index in utf8.indices {
+            let byte = utf8[index]
+            if byte == question {
+                pathEnd = index
+                break
             }
+            if byte == backslash { return .failure(.backslash) }
+            if byte == slash {
+                if segmentLength > 0, segmentDots == segmentLength, segmentLength <= 2 { return .failure(.dotSegment) }
+                if previous == slash { needsRewrite = true }
+                segmentLength = 0
+                segmentDots = 0
+            } else {
+                segmentLength += 1
+                if byte == dot { segmentDots += 1 }
+            }
+            previous = byte
         }
+        if segmentLength > 0, segmentDots == segmentLength, segmentLength <= 2 { return .failure(.dotSegment) }
+        let path = utf8[..<pathEnd]
+        if path.count > 1, previous == slash { needsRewrite = true }
         guard needsRewrite else { return .success(uri) }
         var rewritten: [UInt8] = []
-        rewritten.reserveCapacity(bytes.count)
-        for byte in path where !(byte == UInt8(ascii: "/") && rewritten.last == UInt8(ascii: "/")) { rewritten.append(byte) }
-        if rewritten.count > 1, rewritten.last == UInt8(ascii: "/") { rewritten.removeLast() }
-        rewritten.append(contentsOf: bytes[queryStart...])
+        rewritten.reserveCapacity(utf8.count)
+        for byte in path where !(byte == slash && rewritten.last == slash) { rewritten.append(byte) }
+        if rewritten.count > 1, rewritten.last == slash { rewritten.removeLast() }
+        rewritten.append(contentsOf: utf8[pathEnd...])
         return .success(String(decoding: rewritten, as: UTF8.self))
     }
 
