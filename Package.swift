@@ -26,7 +26,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         // Already under Hummingbird; named for the relay's own connection handler (NIO's HTTP/1 codec and channels).
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         // The mock server's second store (`--database postgres://...`): several instances on one database.
@@ -220,6 +220,11 @@ let package = Package(
                     path: "Tests/APIReferenceTests"),
         .testTarget(name: "MockServerTests", dependencies: ["MockServer", "SurveyCrypto", "ServerSupport", "TrioTesting",
                                                           .product(name: "Logging", package: "swift-log")], path: "Tests/MockServerTests"),
+        .testTarget(name: "ServerSupportTests",
+                    dependencies: ["ServerSupport", .product(name: "Hummingbird", package: "hummingbird"),
+                                   .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                                   .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
+                    path: "Tests/ServerSupportTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire"], path: "Tests/ClientSDKTests"),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),
         .testTarget(

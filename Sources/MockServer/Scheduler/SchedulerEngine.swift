@@ -183,6 +183,8 @@ final class SchedulerEngine: Sendable {
         var fired: [PushRecord] = []
         var lastMoment: Double = -.infinity
         for moment in moments where moment > lastMoment {
+            // A walk whose client has gone (its connection closed) stops between moments; what it sent is recorded.
+            try Task.checkCancellation()
             lastMoment = moment
             fired += try await fire(study: study, at: Date(timeIntervalSince1970: moment))
         }

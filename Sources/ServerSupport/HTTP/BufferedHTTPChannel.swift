@@ -51,23 +51,19 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         self.intercept = intercept
     }
 
-    /// Builds the connection's pipeline: deadlines, NIO's HTTP/1 codec with pipelining assistance, the request
-    /// counter, then the handler that reads requests whole and answers them.
+    /// Builds the connection's pipeline: the connection's front handler (deadlines, reads held back), NIO's HTTP/1
+    /// codec, then the handler that reads requests whole, answers them in order and writes the answers.
     public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
-            let hygiene = ConnectionHygiene(limits: limits, serverName: serverName)
-            // Deadlines in front of everything (they see the first byte of each request).
-            try pipeline.addHandler(ConnectionTimerHandler(hygiene))
-            // Pipelining assistance holds a second request back until the first one's response has ended. Requests NIO
-            // cannot parse are answered by the hygiene handler (JSON 400 or 431, then close).
-            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: false)
-            // Behind the decoder, before the pipelining handler: it sees every request a client pipelines, so it can
-            // disconnect one that sends more than `maxPipelined` without reading the answers.
-            let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try pipeline.addHandler(RequestPartsHygieneHandler(nio: hygiene), position: .after(decoder))
+            let connection = HTTPConnection(limits: limits, serverName: serverName, now: channel.eventLoop.now)
+            try pipeline.addHandler(HTTPConnectionHandler(connection))
+            // No pipelining helper: the connection's state machine answers requests one at a time, in order, and keeps
+            // reading meanwhile (so a client that leaves is noticed, and its request's work cancelled). Requests NIO
+            // cannot parse are answered by the connection (JSON 400, 414 or 431, then close).
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false)
             try pipeline.addHandler(BufferedHTTPHandler(responder: responder, bodyCap: bodyCap, serverName: serverName, logger: logger,
-                                                        hygiene: hygiene, intercept: intercept,
+                                                        connection: connection, intercept: intercept,
                                                         executor: onEventLoop ? EventLoopTaskExecutor(channel.eventLoop) : nil))
             return Value(channel: channel)
         }
@@ -123,106 +119,127 @@ public struct BufferedRequest: Sendable {
     }
 }
 
-/// One connection's requests, read whole and answered one at a time. Runs on the connection's event loop.
+/// One connection's requests, read whole and answered one at a time, in order. Runs on the connection's event loop;
+/// what to do when is the connection's state machine's (``HTTPConnectionStateMachine``), the bytes are this handler's.
 final class BufferedHTTPHandler<Responder: HTTPResponder>: ChannelInboundHandler, RemovableChannelHandler
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private enum State {
-        case idle
-        /// Head read; body bytes so far (at most `bodyCap`).
-        case reading(HTTPRequestHead, ByteBuffer)
-        /// A response is being made; the pipeline handler holds any next request back until it has ended.
-        case responding
-        /// The connection carries a stream until it closes.
-        case streaming(@Sendable () -> Void)
+    /// A request read whole, waiting for its turn.
+    private struct ReadRequest {
+        var head: HTTPRequestHead
+        var body: ByteBuffer
+    }
+
+    /// What the answer being made needs to know of its request.
+    private struct Answering {
+        var keepAlive: Bool
+        var version: HTTPVersion
+        var isHead: Bool
     }
 
     private let responder: Responder
     private let bodyCap: Int
     private let serverName: String
     private let logger: Logger
-    private let hygiene: ConnectionHygiene
+    private let connection: HTTPConnection
     private let intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?
     /// Where request tasks run: the connection's event loop, or (nil) Swift's cooperative pool.
     private let executor: EventLoopTaskExecutor?
-    private var state = State.idle
-    /// The client closed its sending side after a request: answer it, then close (no further request can come).
-    private var inputClosed = false
+    /// The request being read: its head and body so far (at most `bodyCap` bytes).
+    private var reading: ReadRequest?
+    /// Requests read whole while an earlier one is answered.
+    private var waiting = CircularBuffer<ReadRequest>()
+    /// The request being answered.
+    private var answering: Answering?
+    /// The connection carries an event stream; called once when it closes.
+    private var streamClosed: (@Sendable () -> Void)?
+    private var context: ChannelHandlerContext?
 
-    init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, hygiene: ConnectionHygiene,
+    init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, connection: HTTPConnection,
          intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?, executor: EventLoopTaskExecutor?) {
         self.executor = executor
         self.responder = responder
         self.bodyCap = bodyCap
         self.serverName = serverName
         self.logger = logger
-        self.hygiene = hygiene
+        self.connection = connection
         self.intercept = intercept
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch (unwrapInboundIn(data), state) {
-        case (.head(let head), .idle):
-            state = .reading(head, context.channel.allocator.buffer(capacity: 0))
+        guard streamClosed == nil else { return }  // a client sends nothing on a stream; whatever comes is ignored
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            reading = ReadRequest(head: head, body: context.channel.allocator.buffer(capacity: 0))
             // curl and others wait up to a second for this before sending a large body.
-            if head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
-            }
-        case (.body(var chunk), .reading(let head, var body)):
+            let expects = head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
+            connection.handle { $0.requestHead(expectsContinue: expects) }
+        case .body(var chunk):
+            guard var request = reading else { return }
             // Past the cap the rest is dropped: the routes see more than their limit and answer 413, and a huge body
             // costs no memory.
-            let room = bodyCap - body.readableBytes
+            let room = bodyCap - request.body.readableBytes
             if room > 0 {
                 if chunk.readableBytes > room { chunk = chunk.getSlice(at: chunk.readerIndex, length: room)! }
-                state = .idle  // lets `body` be uniquely referenced while it grows
-                body.writeBuffer(&chunk)
+                reading = nil  // lets `body` be uniquely referenced while it grows
+                request.body.writeBuffer(&chunk)
+                reading = request
             }
-            state = .reading(head, body)
-        case (.end, .reading(let head, let body)):
-            state = .responding
-            dispatch(head, body: body, context: context)
-        case (_, .streaming):
-            // A client sends nothing on a stream; whatever comes is ignored until it closes.
-            break
-        default:
-            // HTTPServerPipelineHandler delivers one request at a time, in order; anything else is a broken client.
-            context.close(promise: nil)
+        case .end:
+            guard let request = reading else { return }
+            reading = nil
+            waiting.append(request)
+            if connection.handle({ $0.requestEnd() }) == .dispatch { dispatchNext(context: context) }
         }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // A client that closes its side of a stream has left: end the stream now rather than at a failed write.
-        // One that half-closes after sending a request still gets its answer (then the connection closes).
         if let event = event as? ChannelEvent, event == .inputClosed {
-            switch state {
-            case .streaming(let closed):
-                state = .idle
-                closed()
-                context.close(promise: nil)
-            case .responding:
-                inputClosed = true
-            case .idle, .reading:
-                context.close(promise: nil)
-            }
+            let action = connection.event { $0.inputClosed() }
+            // An interim 100 may go to an HTTP/1.1 client only.
+            if action != .probe || answering?.version == .http1_1 { connection.perform(action) }
         }
         context.fireUserInboundEventTriggered(event)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if case .streaming(let closed) = state {
-            state = .idle
+        if let closed = streamClosed {
+            streamClosed = nil
             closed()
         }
+        waiting.removeAll()
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        context.close(promise: nil)
+        // NIO's parser refused the input: the connection answers (or closes) and reads nothing more of it.
+        guard error is HTTPParserError else {
+            context.close(promise: nil)
+            return
+        }
+        let failure: HTTPConnectionStateMachine.ParseFailure = (error as? HTTPParserError) == .headerOverflow ? .headerOverflow : .invalid
+        reading = nil
+        connection.handle { $0.parseFailed(failure) }
     }
 
     // MARK: Requests
+
+    private func dispatchNext(context: ChannelHandlerContext) {
+        guard !waiting.isEmpty else { return }
+        let request = waiting.removeFirst()
+        answering = Answering(keepAlive: request.head.isKeepAlive, version: request.head.version, isHead: request.head.method == .HEAD)
+        dispatch(request.head, body: request.body, context: context)
+    }
 
     private func dispatch(_ head: HTTPRequestHead, body: ByteBuffer, context: ChannelHandlerContext) {
         var head = head
@@ -234,14 +251,13 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         case .success(let uri): head.uri = uri
         case .failure(let refusal):
             let response = RequestTarget.error(refusal).makeResponse()
-            Task { await BufferedHTTPHandler.reply(response, keepAlive: false, handler: handler, channel: channel) }
+            start { await BufferedHTTPHandler.reply(response, close: true, handler: handler, channel: channel) }
             return
         }
-        let keepAlive = head.isKeepAlive
         if let intercept {
             let request = BufferedRequest(
                 head: head, body: body, channel: channel,
-                write: { response, bytes, close in handler.value.write(response, bytes, keepAlive: keepAlive && !close, channel: channel) },
+                write: { response, bytes, close in handler.value.write(response, bytes, close: close, channel: channel) },
                 startStream: { closed in handler.value.startStream(closed) })
             if case .taken = intercept(request) { return }
         }
@@ -251,18 +267,22 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         } catch {
             // A method HTTP types cannot carry (NIO parses a few more): answered like the routes' refusals.
             let refusal = APIError(.badRequest, code: "bad_request", "\(head.method.rawValue) is not a method this server serves")
-            Task { await BufferedHTTPHandler.reply(refusal.makeResponse(), keepAlive: false, handler: handler, channel: channel) }
+            start { await BufferedHTTPHandler.reply(refusal.makeResponse(), close: true, handler: handler, channel: channel) }
             return
         }
         let requestContext = Responder.Context(source: ApplicationRequestContextSource(channel: channel, logger: logger))
         let responder = self.responder
-        Task(executorPreference: executor) {
-            await BufferedHTTPHandler.answer(request, context: requestContext, responder: responder, keepAlive: keepAlive, handler: handler,
-                                             channel: channel)
+        start {
+            await BufferedHTTPHandler.answer(request, context: requestContext, responder: responder, handler: handler, channel: channel)
         }
     }
 
-    private static func answer(_ request: Request, context: Responder.Context, responder: Responder, keepAlive: Bool,
+    /// Starts the task that makes the current answer; the connection cancels it if it closes first.
+    private func start(_ work: sending @escaping @isolated(any) () async -> Void) {
+        connection.answerTask = Task(executorPreference: executor, operation: work)
+    }
+
+    private static func answer(_ request: Request, context: Responder.Context, responder: Responder,
                                handler: NIOLoopBound<BufferedHTTPHandler>, channel: any Channel) async {
         let response: Response
         do {
@@ -271,23 +291,29 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
             // The router turns every HTTPResponseError into its response; anything else is a bug of ours.
             response = APIError(.internalServerError, code: "internal_error", "the server failed to answer this request").makeResponse()
         }
-        await reply(response, keepAlive: keepAlive, handler: handler, channel: channel)
+        await reply(response, close: false, handler: handler, channel: channel)
     }
 
     private func startStream(_ closed: @escaping @Sendable () -> Void) {
-        state = .streaming(closed)
-        hygiene.streamOpened()
+        streamClosed = closed
+        connection.handle {
+            $0.streamOpened()
+            return .none
+        }
     }
 
     /// Collects the response's body, then writes the response on the connection's event loop.
-    private static func reply(_ response: Response, keepAlive: Bool, handler: NIOLoopBound<BufferedHTTPHandler>, channel: any Channel) async {
+    private static func reply(_ response: Response, close: Bool, handler: NIOLoopBound<BufferedHTTPHandler>, channel: any Channel) async {
         let bytes = await collectBody(response.body)
         let head = response.head
-        channel.eventLoop.runNowOrLater { handler.value.write(head, bytes, keepAlive: keepAlive, channel: channel) }
+        channel.eventLoop.runNowOrLater { handler.value.write(head, bytes, close: close, channel: channel) }
     }
 
-    /// Writes a whole response; closes the connection after it when the request asked for that.
-    private func write(_ response: HTTPResponse, _ body: ByteBuffer, keepAlive: Bool, channel: any Channel) {
+    /// Writes the current request's answer whole, then lets the next request in (or closes the connection).
+    private func write(_ response: HTTPResponse, _ body: ByteBuffer, close: Bool, channel: any Channel) {
+        guard let request = answering else { return }  // answered already
+        answering = nil
+        connection.answerTask = nil
         var head = HTTPResponseHead(response)
         head.headers.replaceOrAdd(name: "server", value: serverName)
         head.headers.replaceOrAdd(name: "date", value: HTTPDate.now)
@@ -295,13 +321,27 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         if code != 204 && code != 304 && !(100..<200).contains(code) {
             head.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
         }
-        let close = !keepAlive || inputClosed
-        if close { head.headers.replaceOrAdd(name: "connection", value: "close") }
-        if case .responding = state { state = .idle }
+        let closing = connection.event { $0.answerStarts(keepAlive: request.keepAlive && !close) ? .close : .none } == .close
+        if closing {
+            head.headers.replaceOrAdd(name: "connection", value: "close")
+        } else if request.version == .http1_0 {
+            // An HTTP/1.0 client keeps the connection only when the answer says so.
+            head.headers.replaceOrAdd(name: "connection", value: "keep-alive")
+        }
         channel.write(HTTPServerResponsePart.head(head), promise: nil)
-        if body.readableBytes > 0 { channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil) }
+        // A HEAD answer has the headers a GET's would have, and no body.
+        if body.readableBytes > 0 && !request.isHead { channel.write(HTTPServerResponsePart.body(.byteBuffer(body)), promise: nil) }
         let ended = channel.writeAndFlush(HTTPServerResponsePart.end(nil))
-        if close { ended.whenComplete { _ in channel.close(promise: nil) } }
+        let action = connection.event { [now = channel.eventLoop.now] in $0.answerEnded(now: now) }
+        switch action {
+        case .dispatch:
+            if let context { dispatchNext(context: context) }
+        case .close:
+            // After the answer has gone out: closing now would fail the writes still queued.
+            ended.whenComplete { _ in channel.close(promise: nil) }
+        default:
+            connection.perform(action)
+        }
     }
 }
 
