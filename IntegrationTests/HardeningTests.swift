@@ -97,6 +97,33 @@ extension Integration {
         }
     }
 
+    /// Issue 31: a request's task ran on after its client left: a 400-day walk went on after the client timed out, and
+    /// a retrying harness queued a second one behind it. Now the walk stops when its connection closes.
+    @Test func aClockWalkStopsWhenItsClientLeaves() async throws {
+        try await Trio.with { trio in
+            let study = try await trio.admin.createStudy(.init(name: "walk", timezone: "America/Chicago", scheduling: "server",
+                                                               clock: .init(frozenAt: mondayBeforeNineChicago)))
+            _ = try await trio.admin.createSurvey(study: study.studyID, moodSurvey)
+            for who in try await trio.admin.createParticipants(study: study.studyID, .init(count: 100)) {
+                let registered = try await mobilePost(trio, "/register_user", patientID: who.patientID, password: who.password, extra: [
+                    ("new_password", "pw"), ("phone_number", "1"), ("timezone", "America/Chicago"), ("fcm_token", "token-\(who.patientID)")])
+                #expect(registered.status == 200)
+            }
+            let body = #"{"advance_seconds": 34560000}"#
+            let socket = try RawSocket(trio.server.url)
+            try socket.send("POST /__admin/studies/\(study.studyID)/clock HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                            + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+            try await Task.sleep(for: .milliseconds(100))
+            socket.close()
+            // The next move waits for the study's lock: it starts where the walk stopped, not 400 days on.
+            let started = ContinuousClock.now
+            let next = try await trio.admin.advanceClock(study: study.studyID, seconds: 1)
+            let stopped = try #require(WireTime.parse(next.now)).timeIntervalSince(try #require(WireTime.parse(mondayBeforeNineChicago)))
+            #expect(stopped < 400 * 86_400, "the walk ran to its end after its client left (clock moved \(stopped) s)")
+            print("a 400-day walk left after 0.1 s: the next move waited \(ContinuousClock.now - started), clock moved \(stopped) s")
+        }
+    }
+
     /// A database holding each bad row above (as an older build stored them) must not crash the server at start or at
     /// any tick: the rows are quarantined and logged, and everything else is served.
     @Test func aServerStartedOnBadRowsQuarantinesThemAndKeepsServing() async throws {
@@ -230,7 +257,8 @@ extension Integration {
     /// out). Now a connection with more than `--max-pipelined` unanswered requests is closed, and health stays fast.
     @Test func pipeliningWithoutReadingCannotStarveOthers() async throws {
         try await Trio.with { trio in
-            for (url, path) in [(trio.server.url, "/__admin/health"), (trio.relay.url, "/__control/stats")] {
+            // The relay's health is answered on the connection itself (no task): it must stay inside the same bounds.
+            for (url, path) in [(trio.server.url, "/__admin/health"), (trio.relay.url, "/__control/stats"), (trio.relay.url, "/__control/health")] {
                 let port = try #require(URL(string: url)?.port)
                 let flood = Flood(port: port, request: "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", connections: 10,
                                   duration: 3)

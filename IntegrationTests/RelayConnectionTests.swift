@@ -277,9 +277,11 @@ final class RawSocket {
         return (status, headers)
     }
 
-    /// A whole response with a Content-Length body.
+    /// A whole response with a Content-Length body. Interim (1xx) answers are skipped, as RFC 9110 asks of every client:
+    /// a server may send one unasked (ours does when a client's side ends while its answer is being made).
     func readResponse() throws -> Response {
-        let (status, headers) = try readHead()
+        var (status, headers) = try readHead()
+        while (100..<200).contains(status) && status != 101 { (status, headers) = try readHead() }
         let length = Int(headers["content-length"] ?? "0") ?? 0
         while pending.count < length { guard try fill() else { break } }
         let body = String(decoding: pending.prefix(length), as: UTF8.self)
