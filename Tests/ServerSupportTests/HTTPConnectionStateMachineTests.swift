@@ -131,6 +131,24 @@ import Testing
         #expect(m.phase == .closed)
     }
 
+    @Test func requestsAnsweredAtOnceCountTowardsTheCapUntilTheirReadEnds() {
+        var m = machine()
+        for _ in 0..<3 {
+            #expect(read(get, into: &m, at: at(0), heads: 1, ends: 1) == [.none, .dispatch])
+            _ = m.answerStarts(keepAlive: true)
+            #expect(m.answerEnded(now: at(0)) == .none)
+        }
+        #expect(m.requestHead(expectsContinue: false) == .close)
+        var n = machine()
+        for _ in 0..<10 {
+            #expect(read(get, into: &n, at: at(0), heads: 1, ends: 1) == [.none, .dispatch])
+            _ = n.answerStarts(keepAlive: true)
+            #expect(n.answerEnded(now: at(0)) == .none)
+            n.readComplete()
+        }
+        #expect(n.phase == .open)
+    }
+
     @Test func continueIsSentOnlyToTheFirstRequestInLine() {
         var m = machine()
         #expect(m.requestHead(expectsContinue: true) == .sendContinue)

@@ -152,6 +152,14 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         context.fireChannelRead(data)
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        _ = connection.event {
+            $0.readComplete()
+            return .none
+        }
+        context.fireChannelReadComplete()
+    }
+
     func read(context: ChannelHandlerContext) {
         if connection.event({ $0.readRequested() }) == .read { context.read() }
     }

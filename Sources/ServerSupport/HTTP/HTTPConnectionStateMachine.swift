@@ -78,6 +78,8 @@ package struct HTTPConnectionStateMachine {
     package private(set) var readWhole = 0
     /// Whether an answer is being made.
     package private(set) var answering = false
+    /// Request heads read since the socket's last read ended (answered or not).
+    private var headsThisRead = 0
     /// The answer being written closes the connection once it has ended.
     private var closeAfterAnswer = false
     /// The client's side has ended: answer what was read whole, then close.
@@ -134,10 +136,18 @@ package struct HTTPConnectionStateMachine {
     package mutating func requestHead(expectsContinue: Bool) -> Action {
         guard phase == .open else { return .none }
         unanswered += 1
-        // No answer can be written out of order: a client this far ahead is not reading what it asked for.
-        if unanswered > limits.maxPipelined { return close() }
+        headsThisRead += 1
+        // No answer can be written out of order: a client this far ahead is not reading what it asked for. Requests
+        // answered at once (the relay's health, on the connection itself) count until the read that brought them
+        // ends: a client sending them by the thousand without reading would otherwise have the loop answer them all.
+        if unanswered > limits.maxPipelined || headsThisRead > limits.maxPipelined { return close() }
         // Only the first request in line may be told to go on: a 100 for a later one would land amid earlier answers.
         return expectsContinue && unanswered == 1 && !quiescing ? .sendContinue : .none
+    }
+
+    /// The socket's read ended (NIO's `channelReadComplete`): what it brought has been decoded.
+    package mutating func readComplete() {
+        headsThisRead = 0
     }
 
     /// The decoder read a request's end: it is read whole.
