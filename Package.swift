@@ -17,7 +17,6 @@ let package = Package(
         .library(name: "ClientSDK", targets: ["ClientSDK"]),
         .library(name: "MockServer", targets: ["MockServer"]),
         .library(name: "PushRelay", targets: ["PushRelay"]),
-        .library(name: "ServerSupport", targets: ["ServerSupport"]),
         .library(name: "TrioTesting", targets: ["TrioTesting"]),
         .executable(name: "mock-server", targets: ["mock-server"]),
         .executable(name: "push-relay", targets: ["push-relay"]),

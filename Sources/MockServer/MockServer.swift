@@ -64,7 +64,7 @@ public struct MockServer: Sendable {
     public static var openAPIDocument: [UInt8] { PackageResources.openapi_json }
 
     /// Runs until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
-    public func run(options: LaunchOptions) async throws {
+    package func run(options: LaunchOptions) async throws {
         defer { httpClient.shutdown() }
         do {
             let configuration = context.configuration

@@ -25,12 +25,12 @@ public struct RelayConfiguration: Sendable {
     /// Bearer token required on `/__control` and `/metrics` when set (`--control-token`).
     public var controlToken: String?
     /// Connection timeouts and the pipelining cap.
-    public var connections: ConnectionLimits
+    package var connections: ConnectionLimits
     /// `--node-id` (``RelayNode/range``): every token this relay issues carries it, so a mock server given several
     /// relays sends each push to the one that issued its token.
     public var nodeID: Int = 0
 
-    public init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
+    package init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
                 deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10, controlToken: String? = nil,
                 connections: ConnectionLimits = ConnectionLimits()) {
         self.controlToken = controlToken
@@ -60,7 +60,7 @@ public struct PushRelayServer: Sendable {
     let journal = RequestJournal()
 
     /// Routes answered on the connection itself, before the router: the event stream and health.
-    public static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream"),
+    package static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream"),
                                           RouteTable.Route(method: "GET", path: "/__control/health")]
 
     /// The API reference served at `/__control/openapi.json` (docs/openapi/push-relay.json, compiled in).
@@ -76,7 +76,7 @@ public struct PushRelayServer: Sendable {
     }
 
     /// A relay with its state in memory, or in the SQLite file at `storePath` (loaded now; throws when it cannot be opened).
-    public init(configuration: RelayConfiguration = RelayConfiguration(), storePath: String? = nil) throws {
+    package init(configuration: RelayConfiguration = RelayConfiguration(), storePath: String? = nil) throws {
         self.configuration = configuration
         let metrics = ServerMetrics()
         self.metrics = metrics
@@ -103,7 +103,7 @@ public struct PushRelayServer: Sendable {
     }
 
     /// Runs the relay until SIGTERM/SIGINT (or the parent exits), printing the READY line once bound.
-    public func run(options: LaunchOptions, logger: Logger) async throws {
+    package func run(options: LaunchOptions, logger: Logger) async throws {
         let relay = RelayConnection(hub: hub, serverName: options.serviceName, controlToken: configuration.controlToken, bound: bound,
                                     journal: journal)
         let connections = BufferedHTTPChannel(

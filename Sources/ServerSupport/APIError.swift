@@ -3,16 +3,16 @@ import Hummingbird
 import SurveyWire
 
 /// An error answered as `{"error": {"code", "message", "field"?}}` with an HTTP status.
-public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConvertible {
-    public var status: HTTPResponse.Status
+package struct APIError: Error, HTTPResponseError, Sendable, CustomStringConvertible {
+    package var status: HTTPResponse.Status
     /// Stable snake_case code.
-    public var code: String
-    public var message: String
-    public var field: String?
+    package var code: String
+    package var message: String
+    package var field: String?
     /// Extra response headers (`Retry-After`, `Allow`, ...).
-    public var headers: HTTPFields = [:]
+    package var headers: HTTPFields = [:]
 
-    public init(_ status: HTTPResponse.Status, code: String, _ message: String, field: String? = nil, headers: HTTPFields = [:]) {
+    package init(_ status: HTTPResponse.Status, code: String, _ message: String, field: String? = nil, headers: HTTPFields = [:]) {
         self.status = status
         self.code = code
         self.message = message
@@ -20,21 +20,21 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
         self.headers = headers
     }
 
-    public var description: String { "\(status.code) \(code): \(message)" }
+    package var description: String { "\(status.code) \(code): \(message)" }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         makeResponse()
     }
 
     /// The error's JSON response.
-    public func makeResponse() -> Response {
+    package func makeResponse() -> Response {
         var response = JSONResponse.make(ErrorBody(code: code, message: message, field: field), status: status)
         response.headers.append(contentsOf: headers)
         return response
     }
 
     /// 400 `invalid_json` for a body that did not decode, naming the failing field when known.
-    public static func invalidJSON(_ error: any Error) -> APIError {
+    package static func invalidJSON(_ error: any Error) -> APIError {
         switch error {
         case let e as DecodingError:
             switch e {
@@ -64,27 +64,27 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
 }
 
 /// Errors from pure modules that know which API error they are.
-public protocol APIErrorConvertible: Error {
+package protocol APIErrorConvertible: Error {
     var apiError: APIError { get }
 }
 
 extension WireRangeError: APIErrorConvertible {
-    public var apiError: APIError { APIError(.badRequest, code: code, message, field: field) }
+    package var apiError: APIError { APIError(.badRequest, code: code, message, field: field) }
 }
 
 /// A response with a ready-made JSON body (used for APNs and FCM error shapes).
-public struct RawJSONError: Error, HTTPResponseError, Sendable {
-    public var status: HTTPResponse.Status
-    public var body: Data
-    public var headers: HTTPFields
+package struct RawJSONError: Error, HTTPResponseError, Sendable {
+    package var status: HTTPResponse.Status
+    package var body: Data
+    package var headers: HTTPFields
 
-    public init(_ status: HTTPResponse.Status, body: some Encodable, headers: HTTPFields = [:]) {
+    package init(_ status: HTTPResponse.Status, body: some Encodable, headers: HTTPFields = [:]) {
         self.status = status
         self.body = (try? WireJSON.encode(body)) ?? Data("{}".utf8)
         self.headers = headers
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = JSONResponse.make(data: body, status: status)
         response.headers.append(contentsOf: headers)
         return response
@@ -92,26 +92,26 @@ public struct RawJSONError: Error, HTTPResponseError, Sendable {
 }
 
 /// JSON response helpers.
-public enum JSONResponse {
+package enum JSONResponse {
     /// A JSON response of an encodable value.
-    public static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+    package static func make(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
         make(data: (try? WireJSON.encode(value)) ?? Data("null".utf8), status: status)
     }
 
     /// A JSON response of raw bytes.
-    public static func make(data: Data, status: HTTPResponse.Status = .ok) -> Response {
+    package static func make(data: Data, status: HTTPResponse.Status = .ok) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     /// An empty response with a status (204 and the like).
-    public static func empty(_ status: HTTPResponse.Status) -> Response {
+    package static func empty(_ status: HTTPResponse.Status) -> Response {
         Response(status: status)
     }
 }
 
 extension Request {
     /// Reads the whole body, answering 413 `payload_too_large` past `limit` bytes.
-    public func collectBody(limit: Int) async throws -> [UInt8] {
+    package func collectBody(limit: Int) async throws -> [UInt8] {
         do {
             var buffer = try await body.collect(upTo: limit)
             return buffer.readBytes(length: buffer.readableBytes) ?? []
@@ -122,7 +122,7 @@ extension Request {
     }
 
     /// Reads a JSON object body, rejecting keys outside `allowedKeys` (400 `unknown_field` naming the key), then decodes it.
-    public func decodeJSON<T: Decodable>(_ type: T.Type, allowedKeys: Set<String>, limit: Int = 1 << 20) async throws -> T {
+    package func decodeJSON<T: Decodable>(_ type: T.Type, allowedKeys: Set<String>, limit: Int = 1 << 20) async throws -> T {
         let bytes = try await collectBody(limit: limit)
         guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), let members = object.objectValue else {
             throw APIError(.badRequest, code: "invalid_json", "the body must be a JSON object")
@@ -161,7 +161,7 @@ extension Request {
 
     /// Decodes (with `fast` first when given, see `WireJSON.decode(_:from:fast:)`), then checks the value's ranges when
     /// its type declares them (`RangeChecked`): 400 with the field.
-    public static func decodeChecked<T: Decodable>(_ type: T.Type, _ bytes: [UInt8],
+    package static func decodeChecked<T: Decodable>(_ type: T.Type, _ bytes: [UInt8],
                                                    fast: (([UInt8]) throws(JSONParser.Failure) -> T)? = nil) throws -> T {
         let value: T
         do {
@@ -178,7 +178,7 @@ extension Request {
     /// Reads and decodes a JSON body, answering 400 with the failing field, or 413.
     /// - Parameter fast: a reader for hot routes built on `JSONParser`; when it refuses the body, the `JSONDecoder`
     ///   decides, so refusals are worded the same either way.
-    public func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int = 1 << 20,
+    package func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int = 1 << 20,
                                          fast: (([UInt8]) throws(JSONParser.Failure) -> T)? = nil) async throws -> T {
         let bytes = try await collectBody(limit: limit)
         guard !bytes.isEmpty else { throw APIError(.badRequest, code: "invalid_json", "the body is empty; a JSON object is required") }

@@ -1,10 +1,10 @@
 import Logging
 
 /// Text from a request, made safe to put in a log line or an error message.
-public enum LogText {
+package enum LogText {
     /// `text` with control characters written as escapes (`\n`, `\r`, `\t`, `\u{1b}`, ...), so a value from a request
     /// cannot start a forged log line or move the terminal's cursor.
-    public static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)
@@ -21,7 +21,7 @@ public enum LogText {
     }
 
     /// `text` escaped and cut to at most `limit` characters (an ellipsis marks the cut).
-    public static func clip(_ text: String, _ limit: Int) -> String {
+    package static func clip(_ text: String, _ limit: Int) -> String {
         let escaped = escape(text)
         return escaped.count <= limit ? escaped : String(escaped.prefix(max(0, limit - 1))) + "…"
     }
@@ -34,28 +34,28 @@ public enum LogText {
 
 /// A log handler that escapes control characters in messages and metadata before a wrapped handler writes them, so
 /// every log line of the servers stays one line whatever a request carried (a `file_name` with a newline, say).
-public struct EscapingLogHandler: LogHandler {
+package struct EscapingLogHandler: LogHandler {
     private var wrapped: any LogHandler
 
     /// Wraps `handler` (the servers use `StreamLogHandler.standardError`).
-    public init(_ handler: any LogHandler) { wrapped = handler }
+    package init(_ handler: any LogHandler) { wrapped = handler }
 
-    public var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { wrapped.metadata }
         set { wrapped.metadata = newValue }
     }
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
         set { wrapped[metadataKey: key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var event = event
         event.message = Logger.Message(stringLiteral: LogText.escape(event.message.description))
         event.metadata = event.metadata.map(Self.escape)

@@ -13,18 +13,18 @@ import Dispatch
 import SurveyWire
 
 /// How a server process is bound and supervised (PROTOCOL.md §6).
-public struct LaunchOptions: Sendable {
+package struct LaunchOptions: Sendable {
     /// Service name in the READY line (`mock-server`, `push-relay`).
-    public var serviceName: String
-    public var host: String
+    package var serviceName: String
+    package var host: String
     /// 0 picks a free port; the READY line reports it.
-    public var port: Int
+    package var port: Int
     /// Stop when this process is gone.
-    public var parentPID: Int32?
+    package var parentPID: Int32?
     /// Connection timeouts and the pipelining cap.
-    public var connections: ConnectionLimits
+    package var connections: ConnectionLimits
 
-    public init(serviceName: String, host: String = "127.0.0.1", port: Int = 0, parentPID: Int32? = nil,
+    package init(serviceName: String, host: String = "127.0.0.1", port: Int = 0, parentPID: Int32? = nil,
                 connections: ConnectionLimits = ConnectionLimits()) {
         self.connections = connections
         self.serviceName = serviceName
@@ -35,20 +35,20 @@ public struct LaunchOptions: Sendable {
 }
 
 /// The URL a server is bound to, known once it accepts connections.
-public final class BoundAddress: Sendable {
+package final class BoundAddress: Sendable {
     private let value = Mutex<String?>(nil)
-    public init() {}
+    package init() {}
     /// `http://host:port`, or nil before the server is running.
-    public var url: String? { value.withLock { $0 } }
+    package var url: String? { value.withLock { $0 } }
     func set(_ url: String) { value.withLock { $0 = url } }
 }
 
 /// Runs a server as a process: binds, prints the READY line to stdout once it accepts connections, and stops
 /// gracefully on SIGTERM/SIGINT or when the parent process is gone.
-public enum ServerLauncher {
+package enum ServerLauncher {
     /// Runs a server whose connections are served by `childChannel`'s pipeline (both servers use a
     /// ``BufferedHTTPChannel`` around their router), on `eventLoopThreads` NIO threads.
-    public static func run(
+    package static func run(
         childChannel: some ServerChildChannel, eventLoopThreads: Int, options: LaunchOptions, bound: BoundAddress,
         services: [any Service] = [], logger: Logger
     ) async throws {
@@ -155,12 +155,12 @@ struct ParentWatcher: Service {
 }
 
 /// The process's open-file limit, and how many connections a server may hold under it.
-public enum FileLimit {
+package enum FileLimit {
     /// Files kept free for everything but connections (SQLite, logs, /proc reads by libdispatch, outgoing HTTP).
     static let reserve = 512
 
     /// Raises the soft open-file limit to the hard one, then returns the connection cap: the limit less the reserve.
-    public static func connectionCap() -> Int {
+    package static func connectionCap() -> Int {
         var limit = rlimit()
         guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 - reserve }
         if limit.rlim_cur < limit.rlim_max {

@@ -3,27 +3,27 @@ import Prometheus
 
 /// A Prometheus registry owned by one server (no global metrics bootstrap), with request counters
 /// and the `/metrics` text.
-public final class ServerMetrics: Sendable {
+package final class ServerMetrics: Sendable {
     /// The registry; servers add their own counters to it.
-    public let registry = PrometheusCollectorRegistry()
+    package let registry = PrometheusCollectorRegistry()
 
-    public init() {}
+    package init() {}
 
     /// Counts one answered request by method, route template and status.
-    public func countRequest(method: String, route: String, status: Int) {
+    package func countRequest(method: String, route: String, status: Int) {
         registry.makeCounter(name: "http_requests_total", labels: [("method", method), ("route", route), ("status", String(status))])
             .increment()
     }
 
     /// The Prometheus text exposition of every metric.
-    public func render() -> [UInt8] {
+    package func render() -> [UInt8] {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)
         return buffer
     }
 
     /// Adds `GET /metrics` to a router.
-    public func addRoute<Context: RequestContext>(to router: Router<Context>) {
+    package func addRoute<Context: RequestContext>(to router: Router<Context>) {
         router.get("/metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: ResponseBody(byteBuffer: ByteBuffer(bytes: self.render())))
@@ -32,12 +32,12 @@ public final class ServerMetrics: Sendable {
 }
 
 /// Middleware that counts requests into ``ServerMetrics``.
-public struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+package struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     let metrics: ServerMetrics
 
-    public init(metrics: ServerMetrics) { self.metrics = metrics }
+    package init(metrics: ServerMetrics) { self.metrics = metrics }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             let response = try await next(request, context)
             metrics.countRequest(method: request.method.rawValue, route: context.endpointPath ?? "unmatched", status: response.status.code)

@@ -5,7 +5,7 @@ import ServerSupport
 import SurveyWire
 
 extension ScheduleError: APIErrorConvertible {
-    public var apiError: APIError { APIError(.badRequest, code: code, "schedule: \(message)", field: field) }
+    package var apiError: APIError { APIError(.badRequest, code: code, "schedule: \(message)", field: field) }
 }
 
 /// Checks on admin request bodies that JSON decoding alone does not make.

@@ -18,12 +18,12 @@ import Foundation
 /// ``BufferedHTTPHandler``: the head and body are collected on the event loop, the router answers in one task, and the
 /// whole response is written back on the event loop. Every route's body is small enough to hold (the servers cap
 /// them), and no route streams its response.
-public struct BufferedHTTPChannel<Responder: HTTPResponder>: ServerChildChannel
+package struct BufferedHTTPChannel<Responder: HTTPResponder>: ServerChildChannel
 where Responder.Context: InitializableFromSource<ApplicationRequestContextSource> {
     /// A set-up connection (Hummingbird's server keeps it until `handle` returns, which is at once).
-    public struct Value: ServerChildChannelValue {
+    package struct Value: ServerChildChannelValue {
         /// The connection's channel.
-        public let channel: any Channel
+        package let channel: any Channel
     }
 
     let responder: Responder
@@ -40,7 +40,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///   - intercept: sees each request first, on the event loop, and may take it (the relay's event streams).
     ///   - onEventLoop: run each request's task on its connection's event loop (``EventLoopTaskExecutor``) rather than
     ///     on Swift's cooperative pool; for routes that never block for long.
-    public init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, limits: ConnectionLimits,
+    package init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, limits: ConnectionLimits,
                 intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false) {
         self.onEventLoop = onEventLoop
         self.responder = responder
@@ -53,7 +53,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     /// Builds the connection's pipeline: the connection's front handler (deadlines, reads held back), NIO's HTTP/1
     /// codec, then the handler that reads requests whole, answers them in order and writes the answers.
-    public func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+    package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
             let pipeline = channel.pipeline.syncOperations
             let connection = HTTPConnection(limits: limits, serverName: serverName, now: channel.eventLoop.now)
@@ -70,48 +70,48 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     }
 
     /// Nothing to do: the connection is served by its pipeline, and this task ends at once.
-    public func handle(value: Value, logger: Logger) async {}
+    package func handle(value: Value, logger: Logger) async {}
 }
 
 /// A request read whole, as an interceptor sees it (on the connection's event loop).
-public struct BufferedRequest: Sendable {
+package struct BufferedRequest: Sendable {
     /// The request line and headers.
-    public let head: HTTPRequestHead
+    package let head: HTTPRequestHead
     /// The whole body (at most the channel's body cap).
-    public let body: ByteBuffer
+    package let body: ByteBuffer
     /// The connection it came on.
-    public let channel: any Channel
+    package let channel: any Channel
     let write: @Sendable (HTTPResponse, ByteBuffer, _ close: Bool) -> Void
     let startStream: @Sendable (_ closed: @escaping @Sendable () -> Void) -> Void
 
     /// The path of the request target, without its query string.
-    public var path: Substring.UTF8View { BufferedRequest.path(head.uri) }
+    package var path: Substring.UTF8View { BufferedRequest.path(head.uri) }
 
     /// The path of a request target, without its query string.
-    public static func path(_ uri: String) -> Substring.UTF8View {
+    package static func path(_ uri: String) -> Substring.UTF8View {
         let bytes = uri.utf8[...]
         return bytes.firstIndex(of: UInt8(ascii: "?")).map { bytes[..<$0] } ?? bytes
     }
 
     /// Writes a whole response and lets the next request in; `close` closes the connection after it (as does a request
     /// that asked for that). May be called from any thread.
-    public func respond(_ response: HTTPResponse, _ body: ByteBuffer, close: Bool = false) {
+    package func respond(_ response: HTTPResponse, _ body: ByteBuffer, close: Bool = false) {
         channel.eventLoop.runNowOrLater { [write] in write(response, body, close) }
     }
 
     /// Writes a router-style response (a refusal's `makeResponse()`), its body collected first.
-    public func respond(_ response: Response, close: Bool = false) async {
+    package func respond(_ response: Response, close: Bool = false) async {
         respond(response.head, await collectBody(response.body), close: close)
     }
 
     /// Hands the connection to a stream (the connection's deadlines stop): later reads are ignored, and `closed` is
     /// called once when the client leaves. Call on the event loop, before the interceptor returns.
-    public func stream(closed: @escaping @Sendable () -> Void) {
+    package func stream(closed: @escaping @Sendable () -> Void) {
         startStream(closed)
     }
 
     /// What an interceptor did with a request.
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         /// Not taken: the router answers it.
         case pass
         /// Taken: the interceptor answers it (through `respond`) or streams on the connection.

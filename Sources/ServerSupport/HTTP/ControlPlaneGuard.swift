@@ -11,19 +11,19 @@ import Hummingbird
 ///   browser never adds `Authorization` by itself);
 /// - a request with a body must say `Content-Type: application/json` (415 `unsupported_media_type`), so no
 ///   cross-origin "simple" request (`text/plain`, forms) reaches a handler.
-public struct ControlPlaneGuard<Context: RequestContext>: RouterMiddleware {
+package struct ControlPlaneGuard<Context: RequestContext>: RouterMiddleware {
     /// The guarded path prefix, `/__admin` or `/__control`.
     let prefix: String
     let token: String?
     let bound: BoundAddress
 
-    public init(prefix: String, token: String?, bound: BoundAddress) {
+    package init(prefix: String, token: String?, bound: BoundAddress) {
         self.prefix = prefix
         self.token = token
         self.bound = bound
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         let guarded = path == prefix || path.hasPrefix(prefix + "/")
         let metrics = path == "/metrics"
@@ -42,7 +42,7 @@ public struct ControlPlaneGuard<Context: RequestContext>: RouterMiddleware {
     }
 
     /// The refusal for a request, or nil when it may pass. Pure, shared with the relay's own connection handler.
-    public static func check(method: HTTPRequest.Method, authority: String?, origin: String?, authorization: String?,
+    package static func check(method: HTTPRequest.Method, authority: String?, origin: String?, authorization: String?,
                              contentType: String?, hasBody: Bool, token: String?, boundURL: String?) -> APIError? {
         let authorized = token.map { authorization == "Bearer \($0)" } ?? false
         if token != nil, !authorized {
@@ -66,7 +66,7 @@ public struct ControlPlaneGuard<Context: RequestContext>: RouterMiddleware {
 }
 
 /// Which `Host` and `Origin` values name this server.
-public enum HostName {
+package enum HostName {
     /// The host part of an authority (`127.0.0.1:8080` → `127.0.0.1`, `[::1]:80` → `::1`), lowercased.
     static func host(ofAuthority authority: String) -> String {
         var text = Substring(authority.lowercased())
@@ -86,12 +86,12 @@ public enum HostName {
     }
 
     /// True when binding `host` keeps a server on loopback (`127.x.x.x`, `localhost`, `::1`).
-    public static func isLoopbackBind(_ host: String) -> Bool {
+    package static func isLoopbackBind(_ host: String) -> Bool {
         isLoopback(host.lowercased())
     }
 
     /// A loopback name, or the host the server is bound to.
-    public static func isLocal(authority: String, boundURL: String?) -> Bool {
+    package static func isLocal(authority: String, boundURL: String?) -> Bool {
         let host = host(ofAuthority: authority)
         if isLoopback(host) { return true }
         guard let boundURL, let boundHost = boundURL.split(separator: "/").dropFirst().first.map(String.init) else { return false }

@@ -7,17 +7,17 @@ import NIOCore
 /// one thread, instead of waking a thread of Swift's cooperative pool and then the event loop again (each wake a
 /// futex or eventfd write and a context switch). Work that suspends on something else (a database commit, another
 /// event loop's actor) comes back through `execute`, which wakes the loop only when called from another thread.
-public final class EventLoopTaskExecutor: TaskExecutor {
+package final class EventLoopTaskExecutor: TaskExecutor {
     /// The loop every job runs on.
-    public let eventLoop: any EventLoop
+    package let eventLoop: any EventLoop
 
     /// An executor for `eventLoop`.
-    public init(_ eventLoop: any EventLoop) {
+    package init(_ eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
     /// Runs `job` on the event loop (queued behind what the loop is doing; a wake-up only from another thread).
-    public func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }

@@ -6,16 +6,16 @@ import Logging
 /// Makes every refusal a JSON error body (PROTOCOL.md §7): unknown paths 404 `not_found`, a known path with another
 /// method 405 `method_not_allowed` with `Allow`, framework errors with their status, errors of pure modules that know
 /// their API error, and anything unexpected 500 `internal_error` (logged, never with its details on the wire).
-public struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+package struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let routes: RouteTableBox
     let logger: Logger
 
-    public init(routes: RouteTableBox, logger: Logger) {
+    package init(routes: RouteTableBox, logger: Logger) {
         self.routes = routes
         self.logger = logger
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {

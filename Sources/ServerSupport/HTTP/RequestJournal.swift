@@ -4,48 +4,48 @@ import SurveyWire
 
 /// The last requests a server answered, as WireMock's request journal: method, path, status, duration, and the
 /// participant or device token it concerned. Bodies are never kept. Holds at most `capacity` entries (the oldest go).
-public final class RequestJournal: Sendable {
+package final class RequestJournal: Sendable {
     /// One answered request (the wire type, shared with the clients that read journals).
-    public typealias Entry = JournalWire.Entry
+    package typealias Entry = JournalWire.Entry
     /// What `GET .../requests` answers.
-    public typealias Listing = JournalWire.Listing
+    package typealias Listing = JournalWire.Listing
 
     /// Entries kept by default.
-    public static let defaultCapacity = 1_000
+    package static let defaultCapacity = 1_000
     /// The most a listing returns (and the `limit` query parameter's maximum).
-    public static let maxLimit = 10_000
+    package static let maxLimit = 10_000
 
     /// What a request concerned, filled in while it is handled (a route that reads the participant from a form body
     /// says so through ``current``).
-    public final class Subject: Sendable {
+    package final class Subject: Sendable {
         private let value = Mutex<(participant: String?, token: String?)>((nil, nil))
-        public init() {}
-        public var participant: String? {
+        package init() {}
+        package var participant: String? {
             get { value.withLock { $0.participant } }
             set { value.withLock { $0.participant = newValue } }
         }
-        public var token: String? {
+        package var token: String? {
             get { value.withLock { $0.token } }
             set { value.withLock { $0.token = newValue } }
         }
     }
 
     /// The subject of the request being handled on this task (set by ``RequestJournalMiddleware``).
-    @TaskLocal public static var current: Subject?
+    @TaskLocal package static var current: Subject?
 
     private struct Ring {
         var entries: [Entry] = []
         var next = 0
     }
 
-    public let capacity: Int
+    package let capacity: Int
     private let ring = Mutex(Ring())
 
-    public init(capacity: Int = RequestJournal.defaultCapacity) {
+    package init(capacity: Int = RequestJournal.defaultCapacity) {
         self.capacity = max(1, capacity)
     }
 
-    public func record(_ entry: Entry) {
+    package func record(_ entry: Entry) {
         ring.withLock { ring in
             if ring.entries.count < capacity {
                 ring.entries.append(entry)
@@ -57,14 +57,14 @@ public final class RequestJournal: Sendable {
     }
 
     /// Records a request answered outside the router (the relay's event streams and health).
-    public func record(method: String, path: String, status: Int, started: ContinuousClock.Instant, participant: String? = nil, token: String? = nil) {
+    package func record(method: String, path: String, status: Int, started: ContinuousClock.Instant, participant: String? = nil, token: String? = nil) {
         let millis = (ContinuousClock.now - started).seconds * 1000
         record(Entry(at: WireTime.format(Date(), milliseconds: true), method: method, path: path, status: status,
                      durationMs: (millis * 1000).rounded() / 1000, participant: participant, token: token))
     }
 
     /// Newest first: at most `limit`, only paths starting with `pathPrefix`, only `status`.
-    public func entries(limit: Int = 100, pathPrefix: String? = nil, status: Int? = nil) -> [Entry] {
+    package func entries(limit: Int = 100, pathPrefix: String? = nil, status: Int? = nil) -> [Entry] {
         let all: [Entry] = ring.withLock { ring in
             guard ring.entries.count == capacity else { return ring.entries }
             return Array(ring.entries[ring.next...] + ring.entries[..<ring.next])
@@ -79,7 +79,7 @@ public final class RequestJournal: Sendable {
         return result
     }
 
-    public func clear() {
+    package func clear() {
         ring.withLock { $0 = Ring() }
     }
 }

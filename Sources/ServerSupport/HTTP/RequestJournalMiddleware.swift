@@ -4,7 +4,7 @@ import Hummingbird
 
 /// Records every request the router answers in a ``RequestJournal`` (outermost, so it sees the final status of
 /// refusals too). The journal's own routes and the API document are left out: reading the journal does not fill it.
-public struct RequestJournalMiddleware<Context: RequestContext>: RouterMiddleware {
+package struct RequestJournalMiddleware<Context: RequestContext>: RouterMiddleware {
     let journal: RequestJournal
     let prefix: String
     let subject: @Sendable (String) -> (participant: String?, token: String?)
@@ -12,13 +12,13 @@ public struct RequestJournalMiddleware<Context: RequestContext>: RouterMiddlewar
     /// - Parameters:
     ///   - prefix: the control plane's prefix (`/__admin`, `/__control`), whose journal and document routes are not journaled.
     ///   - subject: the participant or token a path names (e.g. `/__admin/participants/{id}`), when it names one.
-    public init(journal: RequestJournal, prefix: String, subject: @escaping @Sendable (String) -> (participant: String?, token: String?)) {
+    package init(journal: RequestJournal, prefix: String, subject: @escaping @Sendable (String) -> (participant: String?, token: String?)) {
         self.journal = journal
         self.prefix = prefix
         self.subject = subject
     }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         if path == prefix + "/requests" || path == prefix + "/openapi.json" {
             return try await next(request, context)
@@ -47,8 +47,8 @@ public struct RequestJournalMiddleware<Context: RequestContext>: RouterMiddlewar
 
 /// The control plane's reference routes: `GET {prefix}/openapi.json` (the API document) and the request journal
 /// (`GET {prefix}/requests?limit=&path=&status=`, `DELETE {prefix}/requests`).
-public enum ReferenceRoutes {
-    public static func add<Context: RequestContext>(to router: Router<Context>, prefix: String, document: [UInt8], journal: RequestJournal) {
+package enum ReferenceRoutes {
+    package static func add<Context: RequestContext>(to router: Router<Context>, prefix: String, document: [UInt8], journal: RequestJournal) {
         router.get("\(prefix)/openapi.json") { _, _ -> Response in
             var headers = HTTPFields()
             headers[.contentType] = "application/json"

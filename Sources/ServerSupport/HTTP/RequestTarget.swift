@@ -10,9 +10,9 @@
 /// Percent-encoding is left alone: neither the router nor the guards decode a path, so `%2F__admin` is one segment of
 /// text to both (a 404), and a path parameter may carry any encoded character (`%5C` in a participant id). Letter case
 /// is left alone too: the router is case-sensitive, so `/__ADMIN/info` is a 404, not a way past the guard.
-public enum RequestTarget {
+package enum RequestTarget {
     /// Why a target was refused.
-    public enum Refusal: Error, Equatable, Sendable {
+    package enum Refusal: Error, Equatable, Sendable {
         /// Not `/`-rooted (asterisk- or absolute-form).
         case notOriginForm
         /// A `.` or `..` segment.
@@ -24,7 +24,7 @@ public enum RequestTarget {
     /// The canonical request target (path and, unchanged, its `?query`), or why it is refused. One pass over the
     /// bytes with no allocation when `uri` is already canonical (every well-formed client's case): `uri` itself comes
     /// back. Only a path that needs rewriting is copied.
-    public static func canonical(_ uri: String) -> Result<String, Refusal> {
+    package static func canonical(_ uri: String) -> Result<String, Refusal> {
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: "."), question = UInt8(ascii: "?"), backslash = UInt8(ascii: "\\")
         let utf8 = uri.utf8
         guard utf8.first == slash else { return .failure(.notOriginForm) }
@@ -64,7 +64,7 @@ public enum RequestTarget {
     }
 
     /// The refusal as the servers answer it: 400 `invalid_path`, and the connection closes.
-    public static func error(_ refusal: Refusal) -> APIError {
+    package static func error(_ refusal: Refusal) -> APIError {
         let why: String
         switch refusal {
         case .notOriginForm: why = "the request target must be a path starting with '/'"

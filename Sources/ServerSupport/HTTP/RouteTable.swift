@@ -4,30 +4,30 @@ import Synchronization
 
 /// The routes a router serves, as path templates and methods: tells a 405 (the path exists with other methods) from a
 /// 404, and is what the API documents are compared with.
-public struct RouteTable: Sendable, Equatable {
+package struct RouteTable: Sendable, Equatable {
     /// One route: a template such as `/__admin/studies/{study_id}` and its method.
-    public struct Route: Sendable, Hashable, Comparable, CustomStringConvertible {
-        public var method: String
-        public var path: String
-        public init(method: String, path: String) {
+    package struct Route: Sendable, Hashable, Comparable, CustomStringConvertible {
+        package var method: String
+        package var path: String
+        package init(method: String, path: String) {
             self.method = method
             self.path = path
         }
-        public var description: String { "\(method) \(path)" }
-        public static func < (a: Route, b: Route) -> Bool { (a.path, a.method) < (b.path, b.method) }
+        package var description: String { "\(method) \(path)" }
+        package static func < (a: Route, b: Route) -> Bool { (a.path, a.method) < (b.path, b.method) }
     }
 
-    public private(set) var routes: [Route]
+    package private(set) var routes: [Route]
 
-    public init(_ routes: [Route]) { self.routes = routes.sorted() }
+    package init(_ routes: [Route]) { self.routes = routes.sorted() }
 
     /// The routes of a Hummingbird router.
-    public init<Context>(_ router: Router<Context>) {
+    package init<Context>(_ router: Router<Context>) {
         self.init(router.routes.map { Route(method: $0.method.rawValue, path: $0.path.description) })
     }
 
     /// Methods served on `path` (sorted); empty when no template matches it.
-    public func methods(for path: String) -> [String] {
+    package func methods(for path: String) -> [String] {
         let segments = Self.segments(path)
         return Array(Set(routes.filter { Self.matches(template: Self.segments($0.path), segments) }.map(\.method))).sorted()
     }
@@ -62,9 +62,9 @@ public struct RouteTable: Sendable, Equatable {
 }
 
 /// A route table filled in once the router is complete (middleware is added before the routes it wraps).
-public final class RouteTableBox: Sendable {
+package final class RouteTableBox: Sendable {
     private let value = Mutex(RouteTable([]))
-    public init() {}
-    public var table: RouteTable { value.withLock { $0 } }
-    public func set(_ table: RouteTable) { value.withLock { $0 = table } }
+    package init() {}
+    package var table: RouteTable { value.withLock { $0 } }
+    package func set(_ table: RouteTable) { value.withLock { $0 = table } }
 }
