@@ -33,6 +33,8 @@ let package = Package(
         // Under postgres-nio; named for the TLS settings of `sslmode=prefer|require`.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        // Under postgres-nio; named for the relay's FCM OAuth2 (RS256 service-account keys and their signatures).
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
@@ -117,6 +119,8 @@ let package = Package(
             dependencies: [
                 "SurveyWire", "ServerSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -212,7 +216,9 @@ let package = Package(
         .testTarget(name: "SchedulingTests", dependencies: ["Scheduling"], path: "Tests/SchedulingTests"),
         .testTarget(name: "MessagingTests", dependencies: ["Messaging", "SurveyWire"], path: "Tests/MessagingTests"),
         .testTarget(name: "SurveyCryptoTests", dependencies: ["SurveyCrypto"], path: "Tests/SurveyCryptoTests"),
-        .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire", .product(name: "GRDB", package: "GRDB.swift")],
+        .testTarget(name: "PushRelayTests", dependencies: ["PushRelay", "SurveyWire", .product(name: "GRDB", package: "GRDB.swift"),
+                                                         .product(name: "Crypto", package: "swift-crypto"),
+                                                         .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/PushRelayTests"),
         .testTarget(name: "APIReferenceTests", dependencies: ["MockServer", "PushRelay", "ServerSupport",
                                                               .product(name: "Logging", package: "swift-log")],

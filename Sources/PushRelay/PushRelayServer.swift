@@ -29,6 +29,8 @@ public struct RelayConfiguration: Sendable {
     /// `--node-id` (``RelayNode/range``): every token this relay issues carries it, so a mock server given several
     /// relays sends each push to the one that issued its token.
     public var nodeID: Int = 0
+    /// `--provider-auth`: whether the provider APIs require credentials (PROTOCOL.md §8).
+    public var providerAuth: ProviderAuthMode = .lenient
 
     package init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
                 deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10, controlToken: String? = nil,
@@ -47,6 +49,15 @@ public struct RelayConfiguration: Sendable {
     public static let maxVoIPPayloadBytes = 5120
 }
 
+/// `push-relay --provider-auth`: how the provider APIs treat credentials.
+public enum ProviderAuthMode: String, Sendable, CaseIterable {
+    /// A request without credentials is accepted; credentials that are present and wrong are refused, as in `strict`.
+    case lenient
+    /// As the real services: FCM needs a bearer token from `POST /token` (else 401 `UNAUTHENTICATED`); APNs a provider
+    /// token signed by a key given to `PUT /__control/apns/keys/{kid}` (else 403 `MissingProviderToken`), and a topic.
+    case strict
+}
+
 /// The simulated push relay: APNs/FCM provider APIs, the device link and the control API.
 public struct PushRelayServer: Sendable {
     /// Reported by `--version` and `/__control/health`.
@@ -58,6 +69,10 @@ public struct PushRelayServer: Sendable {
     let bound = BoundAddress()
     /// The last requests answered (`GET /__control/requests`).
     let journal = RequestJournal()
+    /// Service accounts and access tokens for FCM's OAuth2.
+    let fcmAuth = FCMAuth()
+    /// APNs signing keys, for provider tokens.
+    let apnsAuth = APNsAuth()
 
     /// Routes answered on the connection itself, before the router: the event stream and health.
     package static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream"),
@@ -93,9 +108,10 @@ public struct PushRelayServer: Sendable {
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: Logger(label: "push-relay")))
         router.add(middleware: ControlPlaneGuard(prefix: "/__control", token: configuration.controlToken, bound: bound))
-        ProviderRoutes(hub: hub, configuration: configuration).add(to: router)
+        ProviderRoutes(hub: hub, configuration: configuration, auth: apnsAuth).add(to: router)
+        FCMRoutes(hub: hub, configuration: configuration, auth: fcmAuth).add(to: router)
         DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
-        ControlRoutes(hub: hub).add(to: router)
+        ControlRoutes(hub: hub, fcmAuth: fcmAuth, apnsAuth: apnsAuth, bound: bound).add(to: router)
         ReferenceRoutes.add(to: router, prefix: "/__control", document: PackageResources.openapi_json, journal: journal)
         metrics.addRoute(to: router)
         routes.set(RouteTable(RouteTable(router).routes + Self.connectionRoutes))

@@ -24,29 +24,56 @@ extension RelayWire.FCMSendRequest {
         }
         guard case .object(let top) = root else { throw shape("the body", "an object") }
         guard let message = try object(top["message"], "message") else { throw shape("message", "present") }
-        var data: [String: String]?
-        if let members = try object(message["data"], "message.data") {
+        func strings(_ value: JSONValue?, _ path: String) throws(JSONParser.Failure) -> [String: String]? {
+            guard let members = try object(value, path) else { return nil }
             var strings: [String: String] = [:]
             strings.reserveCapacity(members.count)
             for (key, value) in members {
-                guard case .string(let text) = value else { throw shape("message.data.\(key)", "a string") }
+                guard case .string(let text) = value else { throw shape("\(path).\(key)", "a string") }
                 strings[key] = text
             }
-            data = strings
+            return strings
+        }
+        func json(_ value: JSONValue?, _ path: String) throws(JSONParser.Failure) -> JSONValue? {
+            switch value {
+            case nil, .null?: return nil
+            case .object?: return value
+            default: throw shape(path, "an object")
+            }
         }
         var notification: Message.Notification?
         if let members = try object(message["notification"], "message.notification") {
             notification = .init(title: try string(members["title"], "message.notification.title"),
-                                 body: try string(members["body"], "message.notification.body"))
+                                 body: try string(members["body"], "message.notification.body"),
+                                 image: try string(members["image"], "message.notification.image"))
         }
         var android: Message.Android?
         if let members = try object(message["android"], "message.android") {
             android = .init(ttl: try string(members["ttl"], "message.android.ttl"),
                             collapseKey: try string(members["collapse_key"], "message.android.collapse_key"),
-                            priority: try string(members["priority"], "message.android.priority"))
+                            priority: try string(members["priority"], "message.android.priority"),
+                            data: try strings(members["data"], "message.android.data"),
+                            notification: try json(members["notification"], "message.android.notification"))
         }
-        self.init(message: .init(token: try string(message["token"], "message.token"), data: data, notification: notification,
-                                 android: android))
+        var apns: Message.APNS?
+        if let members = try object(message["apns"], "message.apns") {
+            apns = .init(headers: try strings(members["headers"], "message.apns.headers"),
+                         payload: try json(members["payload"], "message.apns.payload"))
+        }
+        var validateOnly: Bool?
+        switch top["validate_only"] {
+        case nil, .null?: break
+        case .bool(let flag)?: validateOnly = flag
+        default: throw shape("validate_only", "a boolean")
+        }
+        self.init(message: .init(token: try string(message["token"], "message.token"), data: try strings(message["data"], "message.data"),
+                                 notification: notification, android: android, apns: apns,
+                                 topic: try string(message["topic"], "message.topic"),
+                                 condition: try string(message["condition"], "message.condition"),
+                                 fid: try string(message["fid"], "message.fid"),
+                                 webpush: try json(message["webpush"], "message.webpush"),
+                                 fcmOptions: try json(message["fcm_options"], "message.fcm_options")),
+                  validateOnly: validateOnly)
     }
 }
 

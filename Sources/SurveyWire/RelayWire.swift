@@ -81,7 +81,7 @@ public enum RelayWire {
         }
     }
 
-    /// FCM v1 `messages:send` body.
+    /// FCM v1 `messages:send` body: FCM's whole `Message` and `validate_only`.
     public struct FCMSendRequest: Codable, Sendable, Equatable {
         /// FCM's `message`.
         public struct Message: Codable, Sendable, Equatable {
@@ -91,10 +91,13 @@ public enum RelayWire {
                 public var title: String?
                 /// The notification's text.
                 public var body: String?
+                /// An image to show with it.
+                public var image: String?
                 /// Creates the value from its fields.
-                public init(title: String?, body: String?) {
+                public init(title: String?, body: String?, image: String? = nil) {
                     self.title = title
                     self.body = body
+                    self.image = image
                 }
             }
             /// FCM's `android` options.
@@ -105,34 +108,82 @@ public enum RelayWire {
                 public var collapseKey: String?
                 /// `high` or `normal`.
                 public var priority: String?
-                enum CodingKeys: String, CodingKey { case ttl, collapseKey = "collapse_key", priority }
+                /// Data for Android devices: overrides `message.data` for them.
+                public var data: [String: String]?
+                /// The Android notification (`title`, `body`, `icon`, ...): overrides `message.notification`'s fields.
+                public var notification: JSONValue?
+                enum CodingKeys: String, CodingKey { case ttl, collapseKey = "collapse_key", priority, data, notification }
                 /// Creates the value from its fields.
-                public init(ttl: String? = nil, collapseKey: String? = nil, priority: String? = nil) {
+                public init(ttl: String? = nil, collapseKey: String? = nil, priority: String? = nil, data: [String: String]? = nil,
+                            notification: JSONValue? = nil) {
                     self.ttl = ttl
                     self.collapseKey = collapseKey
                     self.priority = priority
+                    self.data = data
+                    self.notification = notification
+                }
+            }
+            /// FCM's `apns` options: what an iOS device receives.
+            public struct APNS: Codable, Sendable, Equatable {
+                /// APNs request headers (`apns-priority`, `apns-push-type`, `apns-collapse-id`, `apns-expiration`, ...).
+                public var headers: [String: String]?
+                /// The APNs payload (`aps` and custom keys).
+                public var payload: JSONValue?
+                /// Creates the value from its fields.
+                public init(headers: [String: String]? = nil, payload: JSONValue? = nil) {
+                    self.headers = headers
+                    self.payload = payload
                 }
             }
             /// The device's registration token.
             public var token: String?
+            /// A topic (`news`, or `/topics/news`): every device subscribed to it.
+            public var topic: String?
+            /// A condition over topics (`'a' in topics && !('b' in topics)`).
+            public var condition: String?
+            /// A Firebase installation ID (the relay takes a device token here).
+            public var fid: String?
             /// String key-value pairs delivered to the app.
             public var data: [String: String]?
             /// A notification for the system to show, if any.
             public var notification: Notification?
             /// Android-specific options.
             public var android: Android?
+            /// APNs-specific options.
+            public var apns: APNS?
+            /// Web push options (accepted; the relay has no web devices).
+            public var webpush: JSONValue?
+            /// FCM options (`analytics_label`; accepted, not used).
+            public var fcmOptions: JSONValue?
+            enum CodingKeys: String, CodingKey {
+                case token, topic, condition, fid, data, notification, android, apns, webpush, fcmOptions = "fcm_options"
+            }
             /// Creates the value from its fields.
-            public init(token: String?, data: [String: String]?, notification: Notification? = nil, android: Android? = nil) {
+            public init(token: String?, data: [String: String]?, notification: Notification? = nil, android: Android? = nil,
+                        apns: APNS? = nil, topic: String? = nil, condition: String? = nil, fid: String? = nil,
+                        webpush: JSONValue? = nil, fcmOptions: JSONValue? = nil) {
                 self.token = token
                 self.data = data
                 self.notification = notification
                 self.android = android
+                self.apns = apns
+                self.topic = topic
+                self.condition = condition
+                self.fid = fid
+                self.webpush = webpush
+                self.fcmOptions = fcmOptions
             }
         }
         /// The message to send.
         public var message: Message
+        /// Validate only: answered with a name, never stored or delivered (firebase-admin's `dry_run`).
+        public var validateOnly: Bool?
+        enum CodingKeys: String, CodingKey { case message, validateOnly = "validate_only" }
         /// Creates the value from its fields.
-        public init(message: Message) { self.message = message }
+        public init(message: Message, validateOnly: Bool? = nil) {
+            self.message = message
+            self.validateOnly = validateOnly
+        }
     }
 
     /// FCM v1 success body.
@@ -172,8 +223,9 @@ public enum RelayWire {
         /// The error.
         public var error: Body
         /// Creates the value from its fields.
-        public init(code: Int, message: String, status: String, errorCode: String) {
-            error = Body(code: code, message: message, status: status, details: [Detail(errorCode: errorCode)])
+        /// `errorCode` nil: no FCM detail (as in Google's own 401s).
+        public init(code: Int, message: String, status: String, errorCode: String?) {
+            error = Body(code: code, message: message, status: status, details: errorCode.map { [Detail(errorCode: $0)] } ?? [])
         }
     }
 

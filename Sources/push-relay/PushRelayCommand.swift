@@ -11,7 +11,8 @@ struct PushRelayCommand: AsyncParsableCommand {
         commandName: "push-relay",
         abstract: "Simulated APNs/FCM push relay. Prints one READY line to stdout once it accepts connections.",
         discussion: """
-            APIs: the provider API (APNs-style POST /3/device/{token}, FCM-style POST /v1/projects/{project}/messages:send), the \
+            APIs: the provider API (APNs-style POST /3/device/{token}; FCM v1 POST /v1/projects/{project}/messages:send with its \
+            OAuth2 token endpoint POST /token and topic subscriptions), the \
             device link (/v1/devices...) and the control API under /__control. The OpenAPI 3.1 reference of every route is served \
             at GET /__control/openapi.json (and kept in docs/openapi/push-relay.json); GET /__control/requests lists the last \
             requests answered.
@@ -33,6 +34,8 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "Seconds an idle connection (no request under way) is kept open.") var idleTimeout = 60.0
     @Option(help: "Seconds a request may take to arrive whole (headers and body); then 408 and close.") var requestTimeout = 10.0
     @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
+    @Option(help: "Provider credentials: lenient (a request without any is accepted; wrong ones are refused) or strict (FCM needs a bearer token from POST /token, as the real services).")
+    var providerAuth = "lenient"
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
@@ -44,6 +47,7 @@ struct PushRelayCommand: AsyncParsableCommand {
         guard (1...1000).contains(ackBatch) else { throw ValidationError("--ack-batch must be 1-1000") }
         guard RelayNode.range.contains(nodeId) else { throw ValidationError("--node-id must be 0-4095") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        guard ProviderAuthMode(rawValue: providerAuth) != nil else { throw ValidationError("--provider-auth must be lenient or strict") }
         guard HostName.isLoopbackBind(host) || controlToken != nil else {
             throw ValidationError("binding \(host) exposes the control API beyond loopback; pass --control-token")
         }
@@ -59,6 +63,7 @@ struct PushRelayCommand: AsyncParsableCommand {
             unregisteredLag: .milliseconds(Int(unregisteredLag * 1000)), ackBatch: ackBatch, controlToken: controlToken,
             connections: ConnectionLimits(seconds: idleTimeout, requestTimeout, maxPipelined: maxPipelined))
         configuration.nodeID = nodeId
+        configuration.providerAuth = ProviderAuthMode(rawValue: providerAuth) ?? .lenient
         let relay: PushRelayServer
         do {
             relay = try PushRelayServer(configuration: configuration, storePath: store)

@@ -83,8 +83,18 @@ import Testing
         let fcm = #"{"message":{"token":"t1","data":{"a":"1","b":"\u00e9"},"notification":{"title":"T","body":null},"android":{"ttl":"60s","priority":"normal","collapse_key":"k"},"extra":[1,2]},"validate_only":false}"#
         let fast = try RelayWire.FCMSendRequest(json: Array(fcm.utf8))
         #expect(fast == (try JSONDecoder().decode(RelayWire.FCMSendRequest.self, from: Data(fcm.utf8))))
+        #expect(fast.validateOnly == false)
+        // The whole Message model: other targets, platform options, web and FCM options.
+        let whole = #"{"message":{"topic":"news","condition":"'a' in topics","fid":"f1","notification":{"title":"T","image":"https://x/i.png"},"android":{"data":{"type":"survey"},"notification":{"title":"A","icon":"i"}},"apns":{"headers":{"apns-priority":"5"},"payload":{"aps":{"content-available":1},"k":"v"}},"webpush":{"headers":{}},"fcm_options":{"analytics_label":"l"}},"validate_only":true}"#
+        let wholeFast = try RelayWire.FCMSendRequest(json: Array(whole.utf8))
+        #expect(wholeFast == (try JSONDecoder().decode(RelayWire.FCMSendRequest.self, from: Data(whole.utf8))))
+        #expect(wholeFast.validateOnly == true)
+        #expect(wholeFast.message.android?.data == ["type": "survey"])
+        #expect(wholeFast.message.apns?.headers == ["apns-priority": "5"])
+        #expect(wholeFast.message.topic == "news" && wholeFast.message.fid == "f1")
         for refused in [#"{}"#, #"{"message":null}"#, #"{"message":{"token":1}}"#, #"{"message":{"data":{"a":1}}}"#,
-                        #"{"message":{"android":"x"}}"#, #"[]"#] {
+                        #"{"message":{"android":"x"}}"#, #"[]"#, #"{"message":{"android":{"data":{"a":1}}}}"#,
+                        #"{"message":{"apns":{"headers":{"h":1}}}}"#, #"{"message":{},"validate_only":"yes"}"#] {
             #expect(throws: JSONParser.Failure.self) { try RelayWire.FCMSendRequest(json: Array(refused.utf8)) }
             #expect(throws: (any Error).self) { try JSONDecoder().decode(RelayWire.FCMSendRequest.self, from: Data(refused.utf8)) }
         }

@@ -433,17 +433,38 @@ RELAY_SCHEMAS = {
     "ClockAdvance": req({"advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000}}, ["advance_seconds"]),
     "ClockNow": obj({"now": TIME}, ["now"]),
     "APNsError": obj({"reason": S, "timestamp": I}, ["reason"]),
-    "FCMSend": obj({"message": obj({"token": {"type": "string", "minLength": 1},
+    "FCMSend": obj({"message": obj({"token": {"type": "string", "minLength": 1, "description": "exactly one of token, topic, condition, fid"},
+                                    "topic": {"type": "string", "description": "`news` or `/topics/news`: every device subscribed"},
+                                    "condition": {"type": "string", "description": "`'a' in topics && !('b' in topics)`: at most 5 topics"},
+                                    "fid": {"type": "string", "minLength": 1, "description": "a Firebase installation ID (the relay takes a device token)"},
                                     "data": nullable({"type": "object", "additionalProperties": S,
-                                                      "description": "at most 4096 bytes as JSON"}),
-                                    "notification": nullable(req({"title": S, "body": S})),
+                                                      "description": "with the notification, at most 4096 bytes as JSON"}),
+                                    "notification": nullable(req({"title": S, "body": S, "image": S})),
                                     "android": nullable(req({"ttl": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?s$",
                                                                      "description": "seconds, at most 2419200 (28 days)"},
                                                              "collapse_key": S,
                                                              "priority": {"type": "string", "pattern": "^([Hh][Ii][Gg][Hh]|[Nn][Oo][Rr][Mm][Aa][Ll])$",
-                                                                          "description": "high or normal (any case)"}}))},
-                                   ["token"])},
+                                                                          "description": "high or normal (any case)"},
+                                                             "data": nullable({"type": "object", "additionalProperties": S,
+                                                                               "description": "overrides `data` for Android devices"}),
+                                                             "notification": nullable({"type": "object"})})),
+                                    "apns": nullable(req({"headers": nullable({"type": "object", "additionalProperties": S}),
+                                                          "payload": nullable({"type": "object", "description": "what an iOS device receives"})})),
+                                    "webpush": nullable({"type": "object"}),
+                                    "fcm_options": nullable({"type": "object"})}),
+                    "validate_only": nullable(B)},
                    ["message"]),
+    "APNsKey": req({"public_key": {"type": "string", "description": "PEM: -----BEGIN PUBLIC KEY----- (or the .p8 private key)"}}, ["public_key"]),
+    "OAuthToken": obj({"access_token": S, "expires_in": I, "token_type": S}, ["access_token", "expires_in", "token_type"]),
+    "OAuthError": obj({"error": S, "error_description": S}, ["error"]),
+    "OAuthGrant": obj({"grant_type": {"type": "string", "description": "urn:ietf:params:oauth:grant-type:jwt-bearer"},
+                       "assertion": {"type": "string", "description": "an RS256 JWT signed with a service account's key"}}),
+    "ServiceAccount": obj({"type": S, "project_id": S, "private_key_id": S, "private_key": S, "client_email": S, "client_id": S,
+                           "auth_uri": S, "token_uri": S, "auth_provider_x509_cert_url": S, "client_x509_cert_url": S, "universe_domain": S},
+                          ["type", "project_id", "private_key_id", "private_key", "client_email", "token_uri"]),
+    "TopicBatch": obj({"to": S, "registration_tokens": arr(S)}, ["to", "registration_tokens"]),
+    "TopicBatchResults": obj({"results": arr({"type": "object"})}, ["results"]),
+    "IIDError": obj({"error": S}, ["error"]),
     "FCMName": obj({"name": S}, ["name"]),
     "FCMError": obj({"error": obj({"code": I, "message": S, "status": S, "details": arr({"type": "object"})},
                                   ["code", "status"])}, ["error"]),
@@ -458,8 +479,14 @@ def relay_document():
         {"name": "apns-priority", "in": "header", "required": False, "schema": {"enum": ["10", "5", "1"]}},
         {"name": "apns-collapse-id", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 64}},
         {"name": "apns-push-type", "in": "header", "required": False, "schema": {"enum": ["alert", "background"]}},
+        {"name": "apns-topic", "in": "header", "required": False, "schema": S,
+         "description": "the app's bundle id; required with a provider token"},
+        {"name": "authorization", "in": "header", "required": False, "schema": S,
+         "description": "`bearer <ES256 JWT>` signed by a key given to PUT /__control/apns/keys/{kid}; required with --provider-auth strict"},
     ]
     apns_errors = {"default": {"description": "APNs refusal (`reason`)", "content": {"application/json": {"schema": ref("APNsError")}}}}
+    fcm_errors = {"default": {"description": "FCM v1 error", "content": {"application/json": {"schema": {"oneOf": [ref("FCMError"), ref("Error")]}}}}}
+    iid_errors = {"default": {"description": "Instance ID error", "content": {"application/json": {"schema": {"oneOf": [ref("IIDError"), ref("FCMError"), ref("Error")]}}}}}
     paths = {
         "/3/device/{token}": {"post": op("APNs-style send", {
             "200": {"description": "Accepted", "headers": {"apns-id": {"schema": S, "required": True}}}, **apns_errors},
@@ -469,6 +496,24 @@ def relay_document():
             **ok(ref("FCMName")),
             "default": {"description": "FCM v1 error", "content": {"application/json": {"schema": {"oneOf": [ref("FCMError"), ref("Error")]}}}}},
             body=json_body(ref("FCMSend")), params=[path_param("project")], tags=["provider"])},
+        "/token": {"post": op("OAuth2 token endpoint for a service account's JWT-bearer grant (its `token_uri`)", {
+            **ok(ref("OAuthToken")),
+            "400": {"description": "Refused grant", "content": {"application/json": {"schema": ref("OAuthError")}}}, **errors()},
+            body={"required": True, "content": {"application/x-www-form-urlencoded": {"schema": ref("OAuthGrant")}}}, tags=["provider"])},
+        "/v1/projects/{project}/registrations/{token}/topicSubscriptions": {"post": op("Subscribes a token to a topic (FCM v1)", {
+            **ok({"type": "object"}), **fcm_errors},
+            params=[path_param("project"), token, query("topic_name", S, "the topic")], tags=["provider"])},
+        "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}": {"delete": op("Unsubscribes a token from a topic (FCM v1)", {
+            **ok({"type": "object"}), **fcm_errors},
+            params=[path_param("project"), token, path_param("topic")], tags=["provider"])},
+        "/iid/v1:batchAdd": {"post": op("Subscribes tokens to a topic (Instance ID batch)", {
+            **ok(ref("TopicBatchResults")), **iid_errors}, body=json_body(ref("TopicBatch")), tags=["provider"])},
+        "/iid/v1:batchRemove": {"post": op("Unsubscribes tokens from a topic (Instance ID batch)", {
+            **ok(ref("TopicBatchResults")), **iid_errors}, body=json_body(ref("TopicBatch")), tags=["provider"])},
+        "/__control/apns/keys/{kid}": {"put": op("Registers an APNs signing key (PEM public key, or the .p8 private key) for provider tokens",
+            {**empty(), **errors()}, body=json_body(ref("APNsKey")), params=[path_param("kid")], tags=["control"])},
+        "/__control/fcm/service-account.json": {"get": op("A service account JSON (fresh key) whose token_uri is this relay's /token", {
+            **ok(ref("ServiceAccount")), **errors()}, params=[query("project_id", S, "the project (default survey-trio)")], tags=["control"])},
         "/v1/devices": {"post": op("Issues a device token", {**ok(ref("Token"), "201", "Created"), **errors()},
                                    body=json_body(ref("DeviceRequest")), tags=["device"])},
         "/v1/devices/{token}/stream": {"get": op("The device's push stream (text/event-stream; unacked messages are sent again on connect)", {

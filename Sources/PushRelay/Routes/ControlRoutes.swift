@@ -6,6 +6,12 @@ import SurveyWire
 /// The control API (PROTOCOL.md §5) that tests use to inspect and steer the relay.
 struct ControlRoutes {
     let hub: RelayHub
+    let fcmAuth: FCMAuth
+    let apnsAuth: APNsAuth
+    let bound: BoundAddress
+
+    /// `PUT /__control/apns/keys/{kid}`: an APNs signing key's PEM (public, or the `.p8` private key).
+    struct APNsKey: Codable { var publicKey: String; enum CodingKeys: String, CodingKey { case publicKey = "public_key" } }
 
     struct Reachability: Codable { var reachable: Bool }
     struct ClockAdvance: Codable, RangeChecked {
@@ -20,6 +26,28 @@ struct ControlRoutes {
     func add(to router: Router<BasicRequestContext>) {
         // `GET /__control/health` is answered by `RelayConnection` on the connection's event loop, before the router.
         router.get("/__control/stats") { _, _ -> Response in JSONResponse.make(await hub.stats()) }
+        router.put("/__control/apns/keys/{kid}") { request, context -> Response in
+            let kid = try context.parameters.require("kid")
+            guard (1...64).contains(kid.utf8.count) else { throw APIError(.badRequest, code: "invalid_field", "kid must be 1-64 characters", field: "kid") }
+            let body = try await request.decodeJSON(APNsKey.self)
+            do {
+                try apnsAuth.register(kid: kid, pem: body.publicKey)
+            } catch {
+                throw APIError(.badRequest, code: "invalid_field", "public_key is not a PEM P-256 key (public, or the .p8 private key)", field: "public_key")
+            }
+            return JSONResponse.empty(.noContent)
+        }
+        // A service account for firebase-admin and Google's other Admin SDKs: a fresh key, `token_uri` the relay's.
+        router.get("/__control/fcm/service-account.json") { request, _ -> Response in
+            let project = request.uri.queryParameters["project_id"].map(String.init) ?? "survey-trio"
+            guard (1...100).contains(project.utf8.count),
+                  project.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                                            || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+                throw APIError(.badRequest, code: "invalid_field", "project_id must be 1-100 letters, digits, '-', '_' or '.'", field: "project_id")
+            }
+            let account = try fcmAuth.makeServiceAccount(projectID: project, tokenURI: (bound.url ?? "http://127.0.0.1") + "/token")
+            return JSONResponse.make(data: Data(account.compactBytes))
+        }
         router.get("/__control/devices/{token}") { _, context -> Response in
             let token = try context.parameters.require("token")
             guard let view = await hub.view(token: token) else { throw APIError(.notFound, code: "unknown_token", "no device has this token") }

@@ -4,21 +4,20 @@ import Hummingbird
 import ServerSupport
 import SurveyWire
 
-/// The APNs- and FCM-shaped provider APIs (PROTOCOL.md §3).
+/// The APNs-shaped provider API (PROTOCOL.md §3); FCM's is ``FCMRoutes``.
 struct ProviderRoutes {
     let hub: RelayHub
     let configuration: RelayConfiguration
+    let auth: APNsAuth
 
     static let apnsPushTypes: Set<String> = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets", "controls"]
     static let thirtyDaysMillis: Int64 = 30 * 86400 * 1000
-    static let fourWeeksMillis: Int64 = 28 * 86400 * 1000
 
     func add(to router: Router<BasicRequestContext>) {
         router.post("/3/device/{token}") { request, context in try await apns(request, context) }
         router.post("/3/device") { _, _ -> Response in
             throw RawJSONError(.badRequest, body: RelayWire.APNsError(reason: "MissingDeviceToken"))
         }
-        router.post("/v1/projects/{project}/messages:send") { request, context in try await fcm(request, context) }
     }
 
     private func header(_ request: Request, _ name: String) -> [String] {
@@ -41,6 +40,17 @@ struct ProviderRoutes {
         if let given = header(request, "apns-id").first {
             guard UUID(uuidString: given) != nil, given.count == 36 else { throw apnsError(.badRequest, "BadMessageId", apnsID: apnsID) }
             apnsID = given.lowercased()
+        }
+        // Token-based authentication, as APNs answers it (`--provider-auth`); a provider token needs a topic.
+        switch auth.check(authorization: header(request, "authorization").first, now: FCMRoutes.unixNow) {
+        case .valid:
+            guard header(request, "apns-topic").first != nil else { throw apnsError(.badRequest, "MissingTopic", apnsID: apnsID) }
+        case .absent where configuration.providerAuth == .lenient:
+            break
+        case .absent:
+            throw apnsError(.forbidden, "MissingProviderToken", apnsID: apnsID)
+        case .refused(let reason):
+            throw apnsError(.forbidden, reason, apnsID: apnsID)
         }
         let now = await hub.now()
         var expiresAt: Int64? = now + Self.thirtyDaysMillis
@@ -98,90 +108,6 @@ struct ProviderRoutes {
             default: "ServiceUnavailable"
             }
             throw apnsError(HTTPResponse.Status(code: status), reason, apnsID: apnsID)
-        }
-    }
-
-    private func fcmError(_ status: HTTPResponse.Status, _ statusName: String, _ errorCode: String, _ message: String) -> RawJSONError {
-        RawJSONError(status, body: RelayWire.FCMError(code: Int(status.code), message: message, status: statusName, errorCode: errorCode))
-    }
-
-    /// 16 random lowercase hex digits (FCM message ids end with such a suffix).
-    static func randomHex16() -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var value = UInt64.random(in: 0...UInt64.max)
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<16 {
-            bytes[15 - i] = digits[Int(value & 0xF)]
-            value >>= 4
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    func fcm(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
-        let project = try context.parameters.require("project")
-        let body: [UInt8]
-        do {
-            body = try await request.collectBody(limit: configuration.maxProviderBodyBytes)
-        } catch let error as APIError where error.status == .contentTooLarge {
-            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Request contains an invalid argument: message is too big")
-        }
-        let send: RelayWire.FCMSendRequest
-        do {
-            send = try WireJSON.decode(RelayWire.FCMSendRequest.self, from: body, fast: RelayWire.FCMSendRequest.init(json:))
-        } catch {
-            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid JSON payload received: \(error)")
-        }
-        guard let token = send.message.token, !token.isEmpty else {
-            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Request contains an invalid argument: message.token is required")
-        }
-        let data = send.message.data ?? [:]
-        // The size of the data object as JSON: each member is "key":"value" plus a comma (escapes not counted).
-        let dataBytes = data.reduce(2) { $0 + $1.key.utf8.count + $1.value.utf8.count + 6 }
-        guard dataBytes <= configuration.maxAPNsPayloadBytes else {
-            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Request contains an invalid argument: message is too big (\(dataBytes) bytes of data, limit 4096)")
-        }
-        let now = await hub.now()
-        var expiresAt: Int64? = now + Self.fourWeeksMillis
-        if let ttl = send.message.android?.ttl {
-            guard ttl.hasSuffix("s"), let seconds = Double(ttl.dropLast()), seconds >= 0, seconds <= 2_419_200 else {
-                throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid value at 'message.android.ttl' (\(ttl))")
-            }
-            expiresAt = now + Int64(seconds * 1000)
-        }
-        var priority = 10
-        switch send.message.android?.priority?.lowercased() {
-        case nil, "high": priority = 10
-        case "normal": priority = 5
-        default:
-            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid value at 'message.android.priority'")
-        }
-        let id = "0:\(now)%" + Self.randomHex16()
-        var payload: [String: JSONValue] = data.mapValues { .string($0) }
-        if let n = send.message.notification {
-            // Kept beside the data so a device sees what a notification would show.
-            payload["notification"] = .object(["title": n.title.map { .string($0) } ?? .null, "body": n.body.map { .string($0) } ?? .null])
-        }
-        let message = RelayMessage(id: id, payload: .object(payload), priority: priority, collapseID: send.message.android?.collapseKey,
-                                   pushType: send.message.notification == nil ? "background" : "alert",
-                                   sentAt: now, expiresAt: expiresAt, phase: .stored)
-        switch await hub.send(token: token, platformRequired: nil, message: message) {
-        case .accepted:
-            // `FCMSendResponse`'s one field, written without a `JSONEncoder` (the hot path).
-            return JSONResponse.make(data: Data(JSONValue.object(["name": .string("projects/\(project)/messages/\(id)")]).compactBytes))
-        case .unknownToken, .wrongPlatform:
-            throw fcmError(.badRequest, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token")
-        case .unregistered:
-            throw fcmError(.notFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
-        case .rateLimited:
-            throw fcmError(.tooManyRequests, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "Quota exceeded for sending messages to this device.")
-        case .outage(let status):
-            let (name, code) = switch status {
-            case 429: ("RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED")
-            case 500: ("INTERNAL", "INTERNAL")
-            case 503: ("UNAVAILABLE", "UNAVAILABLE")
-            default: ("UNAVAILABLE", "UNAVAILABLE")
-            }
-            throw fcmError(HTTPResponse.Status(code: status), name, code, "The service is currently unavailable (fault injection).")
         }
     }
 }

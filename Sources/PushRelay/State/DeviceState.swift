@@ -23,6 +23,8 @@ struct DeviceState: Sendable, Codable {
     private(set) var deletedMessagesOwed = false
     var connected = false
     var reachable = true
+    /// FCM topics the token is subscribed to (optional: device states stored by older versions lack it).
+    var topics: Set<String>?
     /// Messages in flight (written, not acked) while a backlog drains.
     let ackBatch: Int
 

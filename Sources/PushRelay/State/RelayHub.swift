@@ -227,8 +227,9 @@ actor RelayHub {
     /// A provider send: ``accept(token:platformRequired:message:)``, then, when accepted, the commit that keeps it.
     /// "200 means kept": a push the store could not commit is answered 503 (the relay may still deliver it: it was in
     /// memory and on the stream before the commit failed, and a provider's retry is de-duplicated by the device).
-    nonisolated func send(token: String, platformRequired: Platform?, message: RelayMessage) async -> SendOutcome {
-        let outcome = await accept(token: token, platformRequired: platformRequired, message: message)
+    nonisolated func send(token: String, platformRequired: Platform?, message: RelayMessage, validateOnly: Bool = false) async -> SendOutcome {
+        let outcome = await accept(token: token, platformRequired: platformRequired, message: message, validateOnly: validateOnly)
+        guard !validateOnly else { return outcome }
         guard outcome == .accepted, store != nil else { return outcome }
         do {
             try await committed()
@@ -238,7 +239,8 @@ actor RelayHub {
         }
     }
 
-    private func accept(token: String, platformRequired: Platform?, message: RelayMessage) -> SendOutcome {
+    /// - Parameter validateOnly: FCM's `validate_only`: every check, then nothing stored, delivered or traced.
+    private func accept(token: String, platformRequired: Platform?, message: RelayMessage, validateOnly: Bool = false) -> SendOutcome {
         let t = now()
         if let status = withFaults(token, { faults -> Int? in
             guard let until = faults.outageUntil, t < until else { return nil }
@@ -248,6 +250,7 @@ actor RelayHub {
             return .outage(status)
         }
         if let at = retired[token] {
+            if validateOnly { return .unregistered(at) }
             // APNs reports an uninstall late: within the lag the send is accepted and goes nowhere.
             if t - at < Int64(configuration.unregisteredLag.seconds * 1000) {
                 record([TraceEntry(messageID: message.id, token: token, event: "accepted", at: t, detail: nil),
@@ -258,6 +261,8 @@ actor RelayHub {
         }
         guard var device = devices[token] else { return .unknownToken }
         if let platformRequired, device.platform != platformRequired { return .wrongPlatform }
+        if validateOnly { return .accepted }
+        let message = message.resolved(for: device.platform)
         guard takeToken(token) else { return .rateLimited }
         // Accepted and never delivered: a zombie token, or a dropped push.
         if let reason = withFaults(token, { faults -> String? in
@@ -276,6 +281,50 @@ actor RelayHub {
         persist([token])
         record(entries)
         deliver(out, token: token)
+        return .accepted
+    }
+
+    // MARK: Topics
+
+    /// Subscribes `token` to `topic`; false for a token the relay does not know.
+    func subscribe(token: String, topic: String) -> Bool {
+        guard devices[token] != nil else { return false }
+        devices[token]!.topics = (devices[token]!.topics ?? []).union([topic])
+        persist([token])
+        return true
+    }
+
+    /// Unsubscribes `token` from `topic`; false for a token the relay does not know.
+    func unsubscribe(token: String, topic: String) -> Bool {
+        guard devices[token] != nil else { return false }
+        devices[token]!.topics?.remove(topic)
+        persist([token])
+        return true
+    }
+
+    /// An FCM send to a topic or a condition: accepted for every subscribed device that matches (each by its own
+    /// rules: rate limits, faults, store-and-forward); answered as FCM does, whoever matched. Only a global outage
+    /// refuses it.
+    nonisolated func send(matching condition: TopicCondition, message: RelayMessage, validateOnly: Bool) async -> SendOutcome {
+        let outcome = await acceptForTopics(condition, message: message, validateOnly: validateOnly)
+        guard outcome == .accepted, !validateOnly, store != nil else { return outcome }
+        do {
+            try await committed()
+            return .accepted
+        } catch {
+            return .outage(503)
+        }
+    }
+
+    private func acceptForTopics(_ condition: TopicCondition, message: RelayMessage, validateOnly: Bool) -> SendOutcome {
+        let t = now()
+        if let faults = globalFaults, let until = faults.outageUntil, t < until {
+            countFault("outage")
+            return .outage(faults.spec.outage?.status ?? 503)
+        }
+        guard !validateOnly else { return .accepted }
+        let matching = devices.values.filter { device in device.topics.map { condition.matches($0) } ?? false }.map(\.token)
+        for token in matching.sorted() { _ = accept(token: token, platformRequired: nil, message: message) }
         return .accepted
     }
 

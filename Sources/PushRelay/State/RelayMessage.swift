@@ -21,6 +21,36 @@ struct RelayMessage: Sendable, Codable {
     var phase: Phase
     /// Times written to a stream (first delivery counts in `delivered`; later ones are redeliveries).
     var deliveries = 0
+    /// An FCM send's delivery to an iOS device, used instead of the fields above when the token is one (the relay
+    /// learns the platform only from the token). Resolved when the message is accepted; never stored.
+    var forApple: Variant?
+
+    /// What a message is for one platform.
+    struct Variant: Sendable {
+        var payload: JSONValue
+        var priority: Int?
+        var collapseID: String?
+        var pushType: String?
+        var expiresAt: Int64?
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, payload, priority, collapseID, pushType, sentAt, expiresAt, phase, deliveries
+    }
+
+    /// The message as `platform` receives it.
+    func resolved(for platform: Platform) -> RelayMessage {
+        var message = self
+        if platform == .ios, let apple = forApple {
+            message.payload = apple.payload
+            message.priority = apple.priority
+            message.collapseID = apple.collapseID
+            message.pushType = apple.pushType
+            message.expiresAt = apple.expiresAt
+        }
+        message.forApple = nil
+        return message
+    }
 
     var wire: RelayWire.Message {
         RelayWire.Message(id: id, payload: payload, priority: priority, collapseID: collapseID, pushType: pushType, sentAt: sentAt)

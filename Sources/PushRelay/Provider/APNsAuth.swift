@@ -1,0 +1,60 @@
+import Crypto
+import Foundation
+import SurveyWire
+import Synchronization
+
+/// APNs token-based authentication: `authorization: bearer <JWT>`, ES256 over `{"alg","kid"}.{"iss","iat"}` with the
+/// provider's P-256 key (the `.p8` file). The relay learns a key's public half from `PUT /__control/apns/keys/{kid}`
+/// and then checks tokens as APNs does (``ProviderAuthMode``).
+package final class APNsAuth: Sendable {
+    /// APNs refuses a token whose `iat` is older than an hour.
+    static let tokenLifetime: Int64 = 3600
+
+    private let keys = Mutex<[String: P256.Signing.PublicKey]>([:])
+
+    package init() {}
+
+    /// A key PEM the control API was given: the public key, or the `.p8` private key (its public half is kept).
+    package struct BadKey: Error {}
+
+    /// Registers the key `kid` (a PEM public key, or the `.p8` private key Apple issues).
+    package func register(kid: String, pem: String) throws(BadKey) {
+        let key: P256.Signing.PublicKey
+        if let publicKey = try? P256.Signing.PublicKey(pemRepresentation: pem) {
+            key = publicKey
+        } else if let privateKey = try? P256.Signing.PrivateKey(pemRepresentation: pem) {
+            key = privateKey.publicKey
+        } else {
+            throw BadKey()
+        }
+        keys.withLock { $0[kid] = key }
+    }
+
+    /// What a request's `authorization` header shows.
+    package enum Credential: Equatable {
+        /// No `authorization` header.
+        case absent
+        /// A token signed by a registered key, issued within the hour.
+        case valid
+        /// APNs' 403 reason: `InvalidProviderToken` or `ExpiredProviderToken`.
+        case refused(String)
+    }
+
+    /// Checks an `authorization` header (`bearer <JWT>`).
+    package func check(authorization: String?, now: Int64) -> Credential {
+        guard let authorization else { return .absent }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer", let jwt = try? JWT(String(parts[1]).trimmingCharacters(in: .whitespaces)) else {
+            return .refused("InvalidProviderToken")
+        }
+        guard jwt.header["alg"] == .string("ES256"), case .string(let kid)? = jwt.header["kid"],
+              let key = keys.withLock({ $0[kid] }), jwt.signature.count == 64,
+              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jwt.signature),
+              key.isValidSignature(signature, for: SHA256.hash(data: Array(jwt.signedPart.utf8))),
+              case .string? = jwt.claims["iss"], case .number(let iat)? = jwt.claims["iat"] else {
+            return .refused("InvalidProviderToken")
+        }
+        guard Int64(iat) > now - Self.tokenLifetime else { return .refused("ExpiredProviderToken") }
+        return .valid
+    }
+}

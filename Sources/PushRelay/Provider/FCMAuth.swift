@@ -1,0 +1,169 @@
+import Crypto
+import Foundation
+import SurveyWire
+import Synchronization
+import _CryptoExtras
+
+/// FCM's side of Google OAuth2, as firebase-admin (through google-auth) uses it: a service account JSON whose
+/// `token_uri` is the relay's `POST /token`, a JWT-bearer grant signed with the account's key (RS256), and the access
+/// tokens issued for it, which `messages:send` and the topic routes check (``ProviderAuthMode``).
+///
+/// Service accounts are made by the relay (`GET /__control/fcm/service-account.json`): it keeps each one's public key
+/// under the key's id, so an assertion is verified as Google verifies it, by signature. State is in memory: a
+/// restarted relay knows no account and no token (as if the keys had been revoked).
+package final class FCMAuth: Sendable {
+    /// How long an access token lives (Google: one hour, `expires_in` 3599).
+    static let tokenLifetime: Int64 = 3599
+    /// How far an assertion's `iat` may be ahead of the relay's clock (Google allows a little skew).
+    static let clockSkew: Int64 = 300
+
+    private struct State {
+        /// Public keys of the service accounts this relay made, by key id.
+        var keys: [String: (email: String, key: _RSA.Signing.PublicKey)] = [:]
+        /// Access tokens issued, with when they expire (Unix seconds).
+        var tokens: [String: Int64] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    // MARK: Service accounts
+
+    /// A new service account for `projectID` (a fresh 2048-bit RSA key), as the JSON file Firebase's console gives,
+    /// with `token_uri` set to `tokenURI`.
+    package func makeServiceAccount(projectID: String, tokenURI: String) throws -> JSONValue {
+        let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let keyID = Self.randomHex(20)
+        let email = "firebase-adminsdk-relay@\(projectID).iam.gserviceaccount.com"
+        state.withLock { $0.keys[keyID] = (email, key.publicKey) }
+        return .object([
+            "type": "service_account",
+            "project_id": .string(projectID),
+            "private_key_id": .string(keyID),
+            "private_key": .string(key.pkcs8PEMRepresentation + "\n"),
+            "client_email": .string(email),
+            "client_id": .string(String(UInt64.random(in: 100_000_000_000_000_000...999_999_999_999_999_999))),
+            "auth_uri": "https://accounts.google.com/o/oauth2/auth",
+            "token_uri": .string(tokenURI),
+            "auth_provider_x509_cert_url": "https://www.googleapis.com/oauth2/v1/certs",
+            "client_x509_cert_url": .string("https://www.googleapis.com/robot/v1/metadata/x509/\(email)"),
+            "universe_domain": "googleapis.com",
+        ])
+    }
+
+    // MARK: The token endpoint
+
+    /// A refused grant: Google's OAuth2 error (`{"error", "error_description"}`, 400).
+    package struct GrantError: Error, Equatable {
+        package var error: String
+        package var description: String
+    }
+
+    /// An issued access token.
+    package struct AccessToken: Equatable {
+        package var token: String
+        package var expiresIn: Int64
+    }
+
+    /// Exchanges a JWT-bearer grant (the form fields of `POST /token`) for an access token.
+    package func exchange(grantType: String?, assertion: String?, now: Int64) throws(GrantError) -> AccessToken {
+        guard let grantType else { throw GrantError(error: "invalid_request", description: "Missing required parameter: grant_type") }
+        guard grantType == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
+            throw GrantError(error: "unsupported_grant_type", description: "Invalid grant_type: \(grantType)")
+        }
+        guard let assertion, !assertion.isEmpty else { throw GrantError(error: "invalid_request", description: "Missing required parameter: assertion") }
+        let jwt: JWT
+        do {
+            jwt = try JWT(assertion)
+        } catch {
+            throw GrantError(error: "invalid_grant", description: "Invalid JWT: \(error.reason)")
+        }
+        guard jwt.header["alg"] == .string("RS256") else { throw GrantError(error: "invalid_grant", description: "Invalid JWT: alg must be RS256") }
+        guard case .string(let keyID)? = jwt.header["kid"], let account = state.withLock({ $0.keys[keyID] }) else {
+            throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
+        }
+        let (email, key) = account
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
+        guard key.isValidSignature(signature, for: SHA256.hash(data: Array(jwt.signedPart.utf8)), padding: .insecurePKCS1v1_5) else {
+            throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
+        }
+        guard jwt.claims["iss"] == .string(email) else { throw GrantError(error: "invalid_grant", description: "Invalid issuer: \(email) expected") }
+        guard case .number(let iat)? = jwt.claims["iat"], case .number(let exp)? = jwt.claims["exp"] else {
+            throw GrantError(error: "invalid_grant", description: "Invalid JWT: iat and exp are required")
+        }
+        guard Int64(iat) <= now + Self.clockSkew, Int64(exp) > now, exp - iat <= 3600 else {
+            throw GrantError(error: "invalid_grant",
+                             description: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
+        }
+        let token = "ya29.relay-" + Self.randomHex(40)
+        state.withLock { state in
+            state.tokens = state.tokens.filter { $0.value > now }
+            state.tokens[token] = now + Self.tokenLifetime
+        }
+        return AccessToken(token: token, expiresIn: Self.tokenLifetime)
+    }
+
+    // MARK: Checking a request
+
+    /// What a request's `Authorization` header shows.
+    package enum Credential: Equatable {
+        /// No `Authorization` header.
+        case absent
+        /// A bearer token this relay issued, not expired.
+        case valid
+        /// Something else: not a bearer token, unknown, or expired.
+        case invalid
+    }
+
+    /// Checks an `Authorization` header against the tokens issued.
+    package func check(authorization: String?, now: Int64) -> Credential {
+        guard let authorization else { return .absent }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .invalid }
+        let token = String(parts[1]).trimmingCharacters(in: .whitespaces)
+        guard let expires = state.withLock({ $0.tokens[token] }), expires > now else { return .invalid }
+        return .valid
+    }
+
+    static func randomHex(_ count: Int) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return String(decoding: (0..<count).map { _ in digits[Int.random(in: 0..<16)] }, as: UTF8.self)
+    }
+}
+
+/// A compact JWS (`header.claims.signature`, base64url), read but not verified.
+struct JWT {
+    struct Failure: Error {
+        var reason: String
+    }
+
+    let header: [String: JSONValue]
+    let claims: [String: JSONValue]
+    let signature: [UInt8]
+    /// `header.claims` as sent: what the signature covers.
+    let signedPart: Substring
+
+    init(_ text: String) throws(Failure) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw Failure(reason: "not three base64url parts") }
+        func object(_ part: Substring, _ name: String) throws(Failure) -> [String: JSONValue] {
+            guard let bytes = JWT.base64URL(part), case .object(let members)? = try? JSONParser.parse(bytes) else {
+                throw Failure(reason: "the \(name) is not a base64url JSON object")
+            }
+            return members
+        }
+        header = try object(parts[0], "header")
+        claims = try object(parts[1], "claim set")
+        guard let signature = JWT.base64URL(parts[2]), !signature.isEmpty else { throw Failure(reason: "the signature is not base64url") }
+        self.signature = signature
+        signedPart = text[text.startIndex..<parts[1].endIndex]
+    }
+
+    /// Decodes base64url without padding (padding is accepted too).
+    static func base64URL(_ text: Substring) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.utf8.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map { Array($0) }
+    }
+}
