@@ -31,6 +31,22 @@ public struct RelayConfiguration: Sendable {
     public var nodeID: Int = 0
     /// `--provider-auth`: whether the provider APIs require credentials (PROTOCOL.md §8).
     public var providerAuth: ProviderAuthMode = .lenient
+    /// `--tls-port`: the port of the provider API over TLS with HTTP/2 (APNs' transport); 0 = a free one, nil = none.
+    public var tlsPort: Int? = 0
+    /// `--tls-cert` and `--tls-key`: PEM files for that port (default: a certificate from a CA made at start).
+    public var tlsFiles: TLSFiles?
+    /// The `--host` name the made certificate also names.
+    public var tlsHost = "127.0.0.1"
+
+    /// PEM files for the TLS port.
+    public struct TLSFiles: Sendable {
+        public var certificate: String
+        public var key: String
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
 
     package init(keepaliveInterval: Duration = .seconds(25), maxAPNsPayloadBytes: Int = 4096, maxProviderBodyBytes: Int = 1 << 20,
                 deviceRate: Double? = nil, unregisteredLag: Duration = .zero, ackBatch: Int = 10, controlToken: String? = nil,
@@ -73,6 +89,8 @@ public struct PushRelayServer: Sendable {
     let fcmAuth = FCMAuth()
     /// APNs signing keys, for provider tokens.
     let apnsAuth = APNsAuth()
+    /// The TLS port's identity (nil with `--tls-port none`).
+    let tls: RelayTLS?
 
     /// Routes answered on the connection itself, before the router: the event stream and health.
     package static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream"),
@@ -96,6 +114,13 @@ public struct PushRelayServer: Sendable {
         let metrics = ServerMetrics()
         self.metrics = metrics
         let store = try storePath.map { try RelayStore(path: $0) }
+        if configuration.tlsPort == nil {
+            tls = nil
+        } else if let files = configuration.tlsFiles {
+            tls = try RelayTLS.files(certificate: files.certificate, key: files.key)
+        } else {
+            tls = try RelayTLS.generated(host: configuration.tlsHost)
+        }
         hub = try RelayHub(metrics: metrics, configuration: configuration, store: store)
     }
 
@@ -111,7 +136,7 @@ public struct PushRelayServer: Sendable {
         ProviderRoutes(hub: hub, configuration: configuration, auth: apnsAuth).add(to: router)
         FCMRoutes(hub: hub, configuration: configuration, auth: fcmAuth).add(to: router)
         DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
-        ControlRoutes(hub: hub, fcmAuth: fcmAuth, apnsAuth: apnsAuth, bound: bound).add(to: router)
+        ControlRoutes(hub: hub, fcmAuth: fcmAuth, apnsAuth: apnsAuth, bound: bound, caPEM: tls?.caPEM).add(to: router)
         ReferenceRoutes.add(to: router, prefix: "/__control", document: PackageResources.openapi_json, journal: journal)
         metrics.addRoute(to: router)
         routes.set(RouteTable(RouteTable(router).routes + Self.connectionRoutes))
@@ -122,17 +147,39 @@ public struct PushRelayServer: Sendable {
     package func run(options: LaunchOptions, logger: Logger) async throws {
         let relay = RelayConnection(hub: hub, serverName: options.serviceName, controlToken: configuration.controlToken, bound: bound,
                                     journal: journal)
+        let responder = makeRouter().buildResponder()
         let connections = BufferedHTTPChannel(
-            responder: makeRouter().buildResponder(), bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
+            responder: responder, bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
             serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept,
             onEventLoop: true)
+        // APNs' transport: TLS with HTTP/2 (ALPN h2, or its preface without ALPN) or HTTP/1.1, served by Hummingbird's
+        // HTTP/1 and HTTP/2 channels with the same router. Its connections are Hummingbird's, not `BufferedHTTPChannel`'s
+        // (docs/DECISIONS.md, issue 32).
+        var secondary: (@Sendable (any EventLoopGroup, BoundAddress) throws -> any Service)?
+        if let tlsPort = configuration.tlsPort, let tls {
+            let serverName = options.serviceName
+            let host = options.host
+            secondary = { group, tlsBound in
+                let channel = try APNsTLSChannel(tls: tls.configuration) { request, writer, channel in
+                    let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
+                    var response = try await responder.respond(to: request, context: context)
+                    response.headers[.server] = serverName
+                    try await writer.write(response: response.head, body: response.body)
+                }
+                return channel.server(
+                    configuration: ServerLauncher.serverConfiguration(host: host, port: tlsPort, serverName: serverName),
+                    onServerRunning: { channel in tlsBound.set("https://\(host):\(channel.localAddress?.port ?? tlsPort)") },
+                    eventLoopGroup: group, logger: logger)
+            }
+        }
         // Twice as many event loops as cores: in a reconnect storm each loop has a burst of accepts and stream opens to
         // work through, and a request on a loop behind such a burst waits for all of it. With more loops than cores the
         // kernel shares the CPU between them, and each has a smaller part of the burst ahead of a request (measured on
         // 2 cores, 18,000 streams reconnecting: the slowest health answer 0.68–0.79 s with 4 loops, 1.2–1.8 s with 2).
         try await ServerLauncher.run(
             childChannel: connections, eventLoopThreads: 2 * System.coreCount, options: options, bound: bound,
-            services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], logger: logger)
+            services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], secondary: secondary,
+            logger: logger)
     }
 }
 

@@ -40,7 +40,7 @@ package final class BoundAddress: Sendable {
     package init() {}
     /// `http://host:port`, or nil before the server is running.
     package var url: String? { value.withLock { $0 } }
-    func set(_ url: String) { value.withLock { $0 = url } }
+    package func set(_ url: String) { value.withLock { $0 = url } }
 }
 
 /// Runs a server as a process: binds, prints the READY line to stdout once it accepts connections, and stops
@@ -48,16 +48,34 @@ package final class BoundAddress: Sendable {
 package enum ServerLauncher {
     /// Runs a server whose connections are served by `childChannel`'s pipeline (both servers use a
     /// ``BufferedHTTPChannel`` around their router), on `eventLoopThreads` NIO threads.
+    /// - Parameter secondary: a second server on another port (the relay's TLS port), built on the same event loops;
+    ///   the READY line waits until it runs and carries its URL as `tls_url`.
     package static func run(
         childChannel: some ServerChildChannel, eventLoopThreads: Int, options: LaunchOptions, bound: BoundAddress,
-        services: [any Service] = [], logger: Logger
+        services: [any Service] = [], secondary: (@Sendable (any EventLoopGroup, BoundAddress) throws -> any Service)? = nil,
+        logger: Logger
     ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, eventLoopThreads))
+        let secondaryBound = BoundAddress()
+        let second = try secondary?(group, secondaryBound)
         let server = childChannel.server(
             configuration: serverConfiguration(options),
-            onServerRunning: { channel in announce(channel, options: options, bound: bound) },
+            onServerRunning: { channel in
+                // startup-only: the READY line names every port, so it waits (briefly) for the second server.
+                if second != nil {
+                    let end = ContinuousClock.now + .seconds(10)
+                    while secondaryBound.url == nil && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(2)) }
+                }
+                announce(channel, options: options, bound: bound, secondary: secondaryBound.url)
+            },
             eventLoopGroup: group, logger: logger)
-        try await supervise(server: server, options: options, services: services, logger: logger)
+        try await supervise(server: server, options: options, services: (second.map { [$0] } ?? []) + services, logger: logger)
+    }
+
+    /// The server configuration for a port of this process (the same deep backlog and connection cap).
+    package static func serverConfiguration(host: String, port: Int, serverName: String) -> ServerConfiguration {
+        ServerConfiguration(address: .hostname(host, port: port), serverName: serverName, backlog: 4096,
+                            availableConnectionsDelegate: MaximumAvailableConnections(FileLimit.connectionCap()))
     }
 
     private static func serverConfiguration(_ options: LaunchOptions) -> ServerConfiguration {
@@ -71,11 +89,11 @@ package enum ServerLauncher {
     }
 
     /// Prints the READY line once the server accepts connections.
-    private static func announce(_ channel: any Channel, options: LaunchOptions, bound: BoundAddress) {
+    private static func announce(_ channel: any Channel, options: LaunchOptions, bound: BoundAddress, secondary: String? = nil) {
         let port = channel.localAddress?.port ?? options.port
         let url = "http://\(options.host):\(port)"
         bound.set(url)
-        let line = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid())).line()
+        let line = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid()), tlsURL: secondary).line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 

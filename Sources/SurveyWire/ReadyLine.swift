@@ -13,12 +13,18 @@ public struct ReadyLine: Codable, Sendable, Equatable {
     public var pushRelay: String?
     /// Every relay when `survey-cli up --relays K` started several (the first is `push_relay`).
     public var pushRelays: [String]?
+    /// The relay's TLS port (`https://127.0.0.1:P`: APNs over HTTP/2), unless `--tls-port none`.
+    public var tlsURL: String?
 
-    enum CodingKeys: String, CodingKey { case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays" }
+    enum CodingKeys: String, CodingKey {
+        case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays", tlsURL = "tls_url"
+    }
 
     /// Creates the value from its fields.
-    public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil, pushRelays: [String]? = nil) {
+    public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil, pushRelays: [String]? = nil,
+                tlsURL: String? = nil) {
         self.pushRelays = pushRelays
+        self.tlsURL = tlsURL
         self.service = service
         self.url = url
         self.pid = pid

@@ -36,6 +36,11 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
     @Option(help: "Provider credentials: lenient (a request without any is accepted; wrong ones are refused) or strict (FCM needs a bearer token from POST /token, as the real services).")
     var providerAuth = "lenient"
+    @Option(help: "Port of the provider API over TLS with HTTP/2, as APNs serves it (0 = any free port; none = off). The READY line gives its URL as tls_url.")
+    var tlsPort = "0"
+    @Option(help: "PEM certificate (chain) for the TLS port (default: one from a CA made at start, served at GET /__control/tls/ca.pem).")
+    var tlsCert: String?
+    @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
 
@@ -48,6 +53,10 @@ struct PushRelayCommand: AsyncParsableCommand {
         guard RelayNode.range.contains(nodeId) else { throw ValidationError("--node-id must be 0-4095") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard ProviderAuthMode(rawValue: providerAuth) != nil else { throw ValidationError("--provider-auth must be lenient or strict") }
+        guard tlsPort == "none" || Int(tlsPort).map({ (0...65535).contains($0) }) == true else {
+            throw ValidationError("--tls-port must be 0-65535 or none")
+        }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         guard HostName.isLoopbackBind(host) || controlToken != nil else {
             throw ValidationError("binding \(host) exposes the control API beyond loopback; pass --control-token")
         }
@@ -64,11 +73,14 @@ struct PushRelayCommand: AsyncParsableCommand {
             connections: ConnectionLimits(seconds: idleTimeout, requestTimeout, maxPipelined: maxPipelined))
         configuration.nodeID = nodeId
         configuration.providerAuth = ProviderAuthMode(rawValue: providerAuth) ?? .lenient
+        configuration.tlsPort = Int(tlsPort)
+        configuration.tlsHost = host
+        if let tlsCert, let tlsKey { configuration.tlsFiles = .init(certificate: tlsCert, key: tlsKey) }
         let relay: PushRelayServer
         do {
             relay = try PushRelayServer(configuration: configuration, storePath: store)
         } catch {
-            logger.critical("cannot open --store \(store ?? ""): \(error)")
+            logger.critical("cannot start: \(error) (--store \(store ?? "none"), --tls-cert \(tlsCert ?? "none"))")
             throw ExitCode(1)
         }
         try await relay.run(options: LaunchOptions(serviceName: "push-relay", host: host, port: port, parentPID: parentPid), logger: logger)

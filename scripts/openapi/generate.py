@@ -510,6 +510,8 @@ def relay_document():
             **ok(ref("TopicBatchResults")), **iid_errors}, body=json_body(ref("TopicBatch")), tags=["provider"])},
         "/iid/v1:batchRemove": {"post": op("Unsubscribes tokens from a topic (Instance ID batch)", {
             **ok(ref("TopicBatchResults")), **iid_errors}, body=json_body(ref("TopicBatch")), tags=["provider"])},
+        "/__control/tls/ca.pem": {"get": op("The CA of the TLS port's certificate (PEM), for clients to trust (404 with --tls-cert or --tls-port none)", {
+            **ok(S, content_type="application/x-pem-file"), **errors()}, tags=["control"])},
         "/__control/apns/keys/{kid}": {"put": op("Registers an APNs signing key (PEM public key, or the .p8 private key) for provider tokens",
             {**empty(), **errors()}, body=json_body(ref("APNsKey")), params=[path_param("kid")], tags=["control"])},
         "/__control/fcm/service-account.json": {"get": op("A service account JSON (fresh key) whose token_uri is this relay's /token", {

@@ -22,8 +22,11 @@ class Relay:
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         line = self.process.stdout.readline().decode()
         assert line.startswith("READY "), f"push-relay did not start: {line!r}"
-        self.url = json.loads(line.split(" ", 1)[1])["url"]
+        ready = json.loads(line.split(" ", 1)[1])
+        self.url = ready["url"]
         self.port = int(self.url.rsplit(":", 1)[1])
+        # The provider API over TLS with HTTP/2 (APNs' transport), and the CA its certificate comes from.
+        self.tls_url = ready.get("tls_url")
 
     def call(self, method, path, body=None, headers=None):
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -43,6 +46,13 @@ class Relay:
     def service_account(self, project):
         with urllib.request.urlopen(f"{self.url}/__control/fcm/service-account.json?project_id={project}") as response:
             return json.load(response)
+
+    def ca_file(self, directory):
+        """The relay's CA (PEM), written to a file in `directory`."""
+        path = Path(directory) / "relay-ca.pem"
+        with urllib.request.urlopen(f"{self.url}/__control/tls/ca.pem") as response:
+            path.write_bytes(response.read())
+        return str(path)
 
     def stop(self):
         self.process.terminate()

@@ -1,5 +1,7 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
+import NIOCore
 import ServerSupport
 import SurveyWire
 
@@ -9,6 +11,8 @@ struct ControlRoutes {
     let fcmAuth: FCMAuth
     let apnsAuth: APNsAuth
     let bound: BoundAddress
+    /// The CA of the TLS port's certificate, when the relay made it.
+    let caPEM: String?
 
     /// `PUT /__control/apns/keys/{kid}`: an APNs signing key's PEM (public, or the `.p8` private key).
     struct APNsKey: Codable { var publicKey: String; enum CodingKeys: String, CodingKey { case publicKey = "public_key" } }
@@ -26,6 +30,14 @@ struct ControlRoutes {
     func add(to router: Router<BasicRequestContext>) {
         // `GET /__control/health` is answered by `RelayConnection` on the connection's event loop, before the router.
         router.get("/__control/stats") { _, _ -> Response in JSONResponse.make(await hub.stats()) }
+        router.get("/__control/tls/ca.pem") { _, _ -> Response in
+            guard let caPEM else {
+                throw APIError(.notFound, code: "no_ca", "this relay made no CA (--tls-port none, or --tls-cert given)")
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/x-pem-file"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: caPEM)))
+        }
         router.put("/__control/apns/keys/{kid}") { request, context -> Response in
             let kid = try context.parameters.require("kid")
             guard (1...64).contains(kid.utf8.count) else { throw APIError(.badRequest, code: "invalid_field", "kid must be 1-64 characters", field: "kid") }

@@ -1,0 +1,61 @@
+"""aioapns (unchanged, from PyPI) against the relay's TLS port: HTTP/2 over TLS with ALPN h2, as APNs serves it.
+
+What a backend sets: the host and port aioapns connects to (two class attributes; aioapns has no setting for
+them), and an SSL context that trusts the relay's CA (`GET /__control/tls/ca.pem`).
+"""
+import asyncio
+import ssl
+from urllib.parse import urlparse
+
+from aioapns import APNs, NotificationRequest, PushType
+from aioapns.connection import APNsProductionClientProtocol, APNsTLSClientProtocol
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from conftest import Device
+
+
+def apns_key(relay, kid):
+    """A .p8 key (PKCS#8 PEM) whose public half the relay knows as `kid`."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    public = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    assert relay.call("PUT", f"/__control/apns/keys/{kid}", {"public_key": public})[0] == 204
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+
+
+def send(relay, tmp_path, key, kid, token, message, **fields):
+    tls = urlparse(relay.tls_url)
+    APNsProductionClientProtocol.APNS_SERVER = tls.hostname
+    APNsTLSClientProtocol.APNS_PORT = tls.port
+    context = ssl.create_default_context(cafile=relay.ca_file(tmp_path))
+
+    async def run():
+        client = APNs(key=key, key_id=kid, team_id="TEAMID1234", topic="org.example.app", ssl_context=context, max_connection_attempts=1)
+        return await client.send_notification(NotificationRequest(device_token=token, message=message, **fields))
+
+    return asyncio.run(run())
+
+
+def test_aioapns_delivers_over_http2_and_tls(strict_relay, tmp_path):
+    key = apns_key(strict_relay, "KEY1234567")
+    device = Device(strict_relay, "ios")
+    result = send(strict_relay, tmp_path, key, "KEY1234567", device.token, {"aps": {"alert": {"title": "Survey"}}, "survey_id": "s1"},
+                  push_type=PushType.ALERT, priority=10, collapse_key="mood")
+    assert result.is_successful, result.description
+    push = device.next_push()
+    assert push["payload"] == {"aps": {"alert": {"title": "Survey"}}, "survey_id": "s1"}
+    assert push["push_type"] == "alert" and push["collapse_id"] == "mood"
+
+
+def test_aioapns_gets_apples_refusals(strict_relay, tmp_path):
+    apns_key(strict_relay, "KEY1234567")
+    device = Device(strict_relay, "ios")
+    # A key the relay was never given: 403 InvalidProviderToken.
+    stranger = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    result = send(strict_relay, tmp_path, stranger, "KEY1234567", device.token, {"aps": {"alert": "x"}})
+    assert not result.is_successful and result.status == "403" and result.description == "InvalidProviderToken"
+    # A token the relay never issued: 400 BadDeviceToken.
+    key = apns_key(strict_relay, "KEY2")
+    result = send(strict_relay, tmp_path, key, "KEY2", "00" * 32, {"aps": {"alert": "x"}})
+    assert not result.is_successful and result.description == "BadDeviceToken"
