@@ -27,6 +27,8 @@ let package = Package(
         // Already under Hummingbird; named for the relay's own connection handler (NIO's HTTP/1 codec and channels).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        // Already under Hummingbird; named for HTTP/2 with prior knowledge (h2c) on the relay's plain port.
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         // The mock server's second store (`--database postgres://...`): several instances on one database.
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
@@ -89,6 +91,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

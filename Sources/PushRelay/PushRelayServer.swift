@@ -151,7 +151,7 @@ public struct PushRelayServer: Sendable {
         let connections = BufferedHTTPChannel(
             responder: responder, bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
             serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept,
-            onEventLoop: true)
+            onEventLoop: true, h2c: true)
         // APNs' transport: TLS with HTTP/2 (ALPN h2, or its preface without ALPN) or HTTP/1.1, served by Hummingbird's
         // HTTP/1 and HTTP/2 channels with the same router. Its connections are Hummingbird's, not `BufferedHTTPChannel`'s
         // (docs/DECISIONS.md, issue 32).

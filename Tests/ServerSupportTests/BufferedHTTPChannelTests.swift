@@ -31,7 +31,7 @@ import Testing
     }
 
     /// A connected channel with the server's pipeline and a small router.
-    func connection(_ flags: Flags = Flags()) async throws -> NIOAsyncTestingChannel {
+    func connection(_ flags: Flags = Flags(), h2c: Bool = false) async throws -> NIOAsyncTestingChannel {
         let router = Router(context: BasicRequestContext.self)
         router.get("/a") { _, _ in "a" }
         router.head("/a") { _, _ in "a" }
@@ -49,7 +49,7 @@ import Testing
             return "slow"
         }
         let setup = BufferedHTTPChannel(responder: router.buildResponder(), bodyCap: 1 << 20, serverName: "test",
-                                        logger: Logger(label: "test"), limits: Self.limits)
+                                        logger: Logger(label: "test"), limits: Self.limits, h2c: h2c)
         let channel = NIOAsyncTestingChannel()
         _ = try await channel.eventLoop.flatSubmit { setup.setup(channel: channel, logger: Logger(label: "test")) }.get()
         try await channel.pipeline.addHandler(OutboundBytes(), position: .first)
@@ -87,6 +87,22 @@ import Testing
         #expect(out.hasPrefix("HTTP/1.1 200 OK\r\n"))
         #expect(out.contains("content-length: 1\r\n"))
         #expect(channel.isActive)
+    }
+
+    /// With h2c on, a connection's first bytes decide: HTTP/1 ones (even split, `P` then `OST`) go to the HTTP/1 pipeline.
+    @Test func anHTTP1RequestPassesTheH2CDetector() async throws {
+        let channel = try await connection(h2c: true)
+        try await channel.writeInbound(ByteBuffer(string: "P"))
+        try await channel.writeInbound(ByteBuffer(string: "OST /echo HTTP/1.1\r\nContent-Length: 2\r\n\r\nok"))
+        let out = try await output(channel, until: "\r\n\r\nok")
+        #expect(out.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        await #expect(throws: (any Error).self) { try await channel.pipeline.handler(type: HTTP2PrefaceDetector.self).get() }
+    }
+
+    @Test func aSilentConnectionIsClosedByTheH2CDetector() async throws {
+        let channel = try await connection(h2c: true)
+        await channel.testingEventLoop.advanceTime(by: .seconds(60))
+        try await channel.closeFuture.get()
     }
 
     /// Issue 31's probe: `GET /a` whole, then a `POST` head with `Content-Length: 1000` and no body, in one write.

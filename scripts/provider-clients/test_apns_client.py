@@ -59,3 +59,16 @@ def test_aioapns_gets_apples_refusals(strict_relay, tmp_path):
     key = apns_key(strict_relay, "KEY2")
     result = send(strict_relay, tmp_path, key, "KEY2", "00" * 32, {"aps": {"alert": "x"}})
     assert not result.is_successful and result.description == "BadDeviceToken"
+
+
+def test_http2_with_prior_knowledge_on_the_plain_port(relay):
+    """h2c: httpx (with h2) speaking HTTP/2 straight away to the plain port, as a provider client may in tests."""
+    import httpx
+    device = Device(relay, "ios")
+    with httpx.Client(http1=False, http2=True) as client:
+        answer = client.post(f"{relay.url}/3/device/{device.token}", json={"aps": {"alert": "h2c"}}, headers={"apns-push-type": "alert"})
+        assert answer.status_code == 200 and answer.http_version == "HTTP/2"
+        assert answer.headers["apns-id"]
+        # Several streams on the one connection, the relay's health (answered on the connection itself) among them.
+        assert client.get(f"{relay.url}/__control/health").json()["status"] == "ok"
+    assert device.next_push()["payload"] == {"aps": {"alert": "h2c"}}

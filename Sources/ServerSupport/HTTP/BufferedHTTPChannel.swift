@@ -4,6 +4,7 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPTypesHTTP1
 import Synchronization
 import SurveyWire
@@ -33,6 +34,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     let limits: ConnectionLimits
     let intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?
     let onEventLoop: Bool
+    let h2c: Bool
 
     /// - Parameters:
     ///   - bodyCap: bytes of a request body kept; past it the rest is dropped (give one more than the routes' largest
@@ -40,9 +42,12 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///   - intercept: sees each request first, on the event loop, and may take it (the relay's event streams).
     ///   - onEventLoop: run each request's task on its connection's event loop (``EventLoopTaskExecutor``) rather than
     ///     on Swift's cooperative pool; for routes that never block for long.
+    ///   - h2c: also serve HTTP/2 with prior knowledge: a connection whose first bytes are HTTP/2's preface is
+    ///     served by NIO's HTTP/2 handler, each stream by the same request handler as an HTTP/1 connection.
     package init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, limits: ConnectionLimits,
-                intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false) {
+                intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false, h2c: Bool = false) {
         self.onEventLoop = onEventLoop
+        self.h2c = h2c
         self.responder = responder
         self.bodyCap = bodyCap
         self.serverName = serverName
@@ -55,18 +60,49 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// codec, then the handler that reads requests whole, answers them in order and writes the answers.
     package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            let pipeline = channel.pipeline.syncOperations
-            let connection = HTTPConnection(limits: limits, serverName: serverName, now: channel.eventLoop.now)
-            try pipeline.addHandler(HTTPConnectionHandler(connection))
-            // No pipelining helper: the connection's state machine answers requests one at a time, in order, and keeps
-            // reading meanwhile (so a client that leaves is noticed, and its request's work cancelled). Requests NIO
-            // cannot parse are answered by the connection (JSON 400, 414 or 431, then close).
-            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false)
-            try pipeline.addHandler(BufferedHTTPHandler(responder: responder, bodyCap: bodyCap, serverName: serverName, logger: logger,
-                                                        connection: connection, intercept: intercept,
-                                                        executor: onEventLoop ? EventLoopTaskExecutor(channel.eventLoop) : nil))
+            if h2c {
+                // The first bytes decide; until then the detector holds them (and closes a silent connection).
+                let setup = self
+                try channel.pipeline.syncOperations.addHandler(HTTP2PrefaceDetector(idleTimeout: limits.idleTimeout) { context, isHTTP2 in
+                    if isHTTP2 { try setup.configureHTTP2(channel, logger: logger) } else { try setup.configureHTTP1(channel, logger: logger) }
+                })
+            } else {
+                try configureHTTP1(channel, logger: logger)
+            }
             return Value(channel: channel)
         }
+    }
+
+    /// The HTTP/1 pipeline.
+    func configureHTTP1(_ channel: any Channel, logger: Logger) throws {
+        let pipeline = channel.pipeline.syncOperations
+        let connection = HTTPConnection(limits: limits, serverName: serverName, now: channel.eventLoop.now)
+        try pipeline.addHandler(HTTPConnectionHandler(connection))
+        // No pipelining helper: the connection's state machine answers requests one at a time, in order, and keeps
+        // reading meanwhile (so a client that leaves is noticed, and its request's work cancelled). Requests NIO
+        // cannot parse are answered by the connection (JSON 400, 414 or 431, then close).
+        try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false)
+        try pipeline.addHandler(requestHandler(channel, connection: connection, logger: logger))
+    }
+
+    /// The HTTP/2 pipeline (prior knowledge): NIO's HTTP/2 handler, and on each stream the HTTP/1 parts codec and the
+    /// request handler (one request per stream; the stream has no deadlines of its own: HTTP/2's own flow control and
+    /// the connection's idle close watch it).
+    func configureHTTP2(_ channel: any Channel, logger: Logger) throws {
+        let setup = self
+        _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
+            mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    let connection = HTTPConnection(limits: setup.limits, serverName: setup.serverName, now: stream.eventLoop.now)
+                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                    try stream.pipeline.syncOperations.addHandler(setup.requestHandler(stream, connection: connection, logger: logger))
+                }
+            }
+    }
+
+    private func requestHandler(_ channel: any Channel, connection: HTTPConnection, logger: Logger) -> BufferedHTTPHandler<Responder> {
+        BufferedHTTPHandler(responder: responder, bodyCap: bodyCap, serverName: serverName, logger: logger, connection: connection,
+                            intercept: intercept, executor: onEventLoop ? EventLoopTaskExecutor(channel.eventLoop) : nil)
     }
 
     /// Nothing to do: the connection is served by its pipeline, and this task ends at once.
