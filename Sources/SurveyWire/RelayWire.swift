@@ -290,6 +290,19 @@ extension RelayWire {
             }
         }
 
+        /// The next `count` provider requests answer `status`, then the fault clears itself.
+        public struct FailNext: Codable, Sendable, Equatable {
+            /// How many requests fail.
+            public var count: Int
+            /// What they answer (400-599).
+            public var status: Int
+            /// Creates the value from its fields.
+            public init(count: Int, status: Int) {
+                self.count = count
+                self.status = status
+            }
+        }
+
         /// Seed of the random choices (drops, duplicates, delays, reordering).
         public var seed: UInt64?
         /// Only this device; nil = the global faults.
@@ -311,19 +324,23 @@ extension RelayWire {
         public var zombie: Bool?
         /// Closes every open stream now (a reconnect storm); not kept as a standing fault.
         public var closeAll: Bool?
+        /// The next provider requests fail, by count (PROTOCOL.md §8).
+        public var failNext: FailNext?
 
         enum CodingKeys: String, CodingKey {
             case seed, token, dropRate = "drop_rate", duplicateRate = "duplicate_rate", delayMs = "delay_ms"
-            case reorderWindow = "reorder_window", outage, blackhole, zombie, closeAll = "close_all"
+            case reorderWindow = "reorder_window", outage, blackhole, zombie, closeAll = "close_all", failNext = "fail_next"
         }
 
         /// The JSON keys the body may have (anything else is refused).
         public static let allowedKeys: Set<String> = ["seed", "token", "drop_rate", "duplicate_rate", "delay_ms", "reorder_window",
-                                                      "outage", "blackhole", "zombie", "close_all"]
+                                                      "outage", "blackhole", "zombie", "close_all", "fail_next"]
 
         /// Creates the value from its fields.
         public init(seed: UInt64? = nil, token: String? = nil, dropRate: Double? = nil, duplicateRate: Double? = nil, delayMs: Range? = nil,
-                    reorderWindow: Int? = nil, outage: Outage? = nil, blackhole: Bool? = nil, zombie: Bool? = nil, closeAll: Bool? = nil) {
+                    reorderWindow: Int? = nil, outage: Outage? = nil, blackhole: Bool? = nil, zombie: Bool? = nil, closeAll: Bool? = nil,
+                    failNext: FailNext? = nil) {
+            self.failNext = failNext
             self.seed = seed
             self.token = token
             self.dropRate = dropRate

@@ -168,3 +168,17 @@ def test_lenient_takes_no_credentials_but_refuses_wrong_ones(relay):
         raise AssertionError("a password grant was accepted")
     except urllib.error.HTTPError as error:
         assert error.code == 400 and json.load(error)["error"] == "unsupported_grant_type"
+
+
+def test_firebase_admin_retries_through_failures_by_count(relay):
+    """`fail_next`: the next two sends answer 503 (with Retry-After); firebase-admin retries them and the third lands."""
+    app = admin_app(relay)
+    device = Device(relay, "android")
+    assert relay.call("PUT", "/__control/faults", {"fail_next": {"count": 2, "status": 503}})[0] == 204
+    messaging.send(messaging.Message(token=device.token, data={"k": "retried"}), app=app)
+    assert device.next_push()["payload"] == {"k": "retried"}
+    status, journal = relay.call("GET", "/__control/requests?path=/v1/projects")
+    assert [entry["status"] for entry in reversed(journal["requests"])] == [503, 503, 200]
+    # The fault cleared itself.
+    messaging.send(messaging.Message(token=device.token, data={"k": "again"}), app=app)
+    assert device.next_push()["payload"] == {"k": "again"}

@@ -249,6 +249,10 @@ actor RelayHub {
             countFault("outage")
             return .outage(status)
         }
+        if let status = withFaults(token, { $0.takeFailNext() }) {
+            countFault("fail_next")
+            return .outage(status)
+        }
         if let at = retired[token] {
             if validateOnly { return .unregistered(at) }
             // APNs reports an uninstall late: within the lag the send is accepted and goes nowhere.
@@ -321,6 +325,10 @@ actor RelayHub {
         if let faults = globalFaults, let until = faults.outageUntil, t < until {
             countFault("outage")
             return .outage(faults.spec.outage?.status ?? 503)
+        }
+        if let status = globalFaults?.takeFailNext() {
+            countFault("fail_next")
+            return .outage(status)
         }
         guard !validateOnly else { return .accepted }
         let matching = devices.values.filter { device in device.topics.map { condition.matches($0) } ?? false }.map(\.token)
