@@ -92,9 +92,9 @@ public struct PushRelayServer: Sendable {
     /// The TLS port's identity (nil with `--tls-port none`).
     let tls: RelayTLS?
 
-    /// Routes answered on the connection itself, before the router: the event stream and health.
-    package static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream"),
-                                          RouteTable.Route(method: "GET", path: "/__control/health")]
+    /// Routes answered on the connection itself, before the router: the event stream. (Health is too, on the plain
+    /// port; the router answers it on the TLS port.)
+    package static let connectionRoutes = [RouteTable.Route(method: "GET", path: "/v1/devices/{token}/stream")]
 
     /// The API reference served at `/__control/openapi.json` (docs/openapi/push-relay.json, compiled in).
     public static var openAPIDocument: [UInt8] { PackageResources.openapi_json }

@@ -28,7 +28,11 @@ struct ControlRoutes {
     struct ClockNow: Codable { var now: String }
 
     func add(to router: Router<BasicRequestContext>) {
-        // `GET /__control/health` is answered by `RelayConnection` on the connection's event loop, before the router.
+        // `GET /__control/health` is answered by `RelayConnection` on the plain port's event loop, before the router;
+        // this route answers it on the TLS port.
+        router.get("/__control/health") { _, _ -> Response in
+            JSONResponse.make(data: Data(RelayConnection.healthBody(node: hub.nodeID).utf8))
+        }
         router.get("/__control/stats") { _, _ -> Response in JSONResponse.make(await hub.stats()) }
         router.get("/__control/tls/ca.pem") { _, _ -> Response in
             guard let caPEM else {
