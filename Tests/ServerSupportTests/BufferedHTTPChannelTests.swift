@@ -105,6 +105,12 @@ import Testing
         try await channel.closeFuture.get()
     }
 
+    @Test func aSilentConnectionClosesWhenTheServerStops() async throws {
+        let channel = try await connection(h2c: true)
+        channel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        try await channel.closeFuture.get()
+    }
+
     /// Issue 31's probe: `GET /a` whole, then a `POST` head with `Content-Length: 1000` and no body, in one write.
     @Test func aPipelinedHeadWithoutItsBodyGets408() async throws {
         let channel = try await connection()

@@ -55,8 +55,9 @@ class Relay:
         return str(path)
 
     def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=5)
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=5)
 
 
 class Device:

@@ -72,3 +72,24 @@ def test_http2_with_prior_knowledge_on_the_plain_port(relay):
         # Several streams on the one connection, the relay's health (answered on the connection itself) among them.
         assert client.get(f"{relay.url}/__control/health").json()["status"] == "ok"
     assert device.next_push()["payload"] == {"aps": {"alert": "h2c"}}
+
+
+def test_open_tls_connections_do_not_hold_a_stop(relay):
+    """SIGTERM with TLS connections open (one silent, three closed by the client after the handshake, one on h2):
+    a clean stop (exit 0) within PROTOCOL.md §6's second."""
+    import signal
+    import socket
+    import time
+    tls = urlparse(relay.tls_url)
+    insecure = ssl.create_default_context()
+    insecure.check_hostname = False
+    insecure.verify_mode = ssl.CERT_NONE
+    for _ in range(3):
+        insecure.wrap_socket(socket.create_connection((tls.hostname, tls.port)), server_hostname=tls.hostname).close()
+    silent = insecure.wrap_socket(socket.create_connection((tls.hostname, tls.port)), server_hostname=tls.hostname)
+    time.sleep(0.2)
+    started = time.time()
+    relay.process.send_signal(signal.SIGTERM)
+    status = relay.process.wait(timeout=5)
+    assert status == 0 and time.time() - started < 1.0, (status, time.time() - started)
+    silent.close()

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import NIOTLS
+import ServerSupport
 
 /// The relay's TLS port, as Apple serves APNs: TLS, then HTTP/2 when ALPN chose `h2`, HTTP/1.1 when it chose
 /// `http/1.1`, and, when the client offered no ALPN at all (aioapns does not), HTTP/2 if its first bytes are HTTP/2's
@@ -24,10 +25,10 @@ struct APNsTLSChannel: ServerChildChannel {
         let channel: any Channel
     }
 
-    /// What ALPN decided: a protocol, or (no ALPN) to look at the first bytes.
+    /// What ALPN decided: a protocol, or (no ALPN) what the first bytes will.
     private enum ALPNOutcome: Sendable {
         case decided(Negotiated)
-        case sniff(EventLoopFuture<Bool>, PrefaceSniffer.Handle)
+        case sniffed(EventLoopFuture<Negotiated>)
     }
 
     /// ALPN chose a protocol other than `h2` and `http/1.1` (a misconfiguration): the connection is closed.
@@ -56,15 +57,28 @@ struct APNsTLSChannel: ServerChildChannel {
                 case .negotiated("http/1.1"):
                     return http1.setup(channel: channel, logger: logger).map { .decided(.http1($0)) }
                 case .fallback:
-                    // No ALPN: the first bytes tell. The sniffer sits behind this handler, which replays what it held.
-                    let promise = channel.eventLoop.makePromise(of: Bool.self)
-                    let sniffer = PrefaceSniffer(decided: promise)
+                    // No ALPN: the first bytes tell. The detector sits behind this handler, which replays what it held.
+                    let promise = channel.eventLoop.makePromise(of: Negotiated.self)
+                    // A connection that closes before its first bytes decide ends its wait (the server's task for it).
+                    let decided = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
+                    channel.closeFuture.whenComplete { _ in
+                        if !decided.value { promise.fail(ChannelError.ioOnClosedChannel) }
+                    }
+                    let detector = HTTP2PrefaceDetector(idleTimeout: .seconds(60)) { _, isHTTP2 in
+                        decided.value = true
+                        // Both setups add their handlers at once (completed futures on this loop), before the
+                        // detector leaves and passes the bytes on.
+                        let configured: EventLoopFuture<Negotiated> = isHTTP2
+                            ? http2.setup(channel: channel, logger: logger).map { .http2($0) }
+                            : http1.setup(channel: channel, logger: logger).map { .http1($0) }
+                        configured.cascade(to: promise)
+                    }
                     do {
-                        try channel.pipeline.syncOperations.addHandler(sniffer)
+                        try channel.pipeline.syncOperations.addHandler(detector)
                     } catch {
                         return channel.eventLoop.makeFailedFuture(error)
                     }
-                    return channel.eventLoop.makeSucceededFuture(.sniff(promise.futureResult, PrefaceSniffer.Handle(sniffer)))
+                    return channel.eventLoop.makeSucceededFuture(.sniffed(promise.futureResult))
                 case .negotiated:
                     return channel.close().flatMapThrowing { throw UnsupportedProtocol() }
                 }
@@ -76,14 +90,8 @@ struct APNsTLSChannel: ServerChildChannel {
             switch outcome {
             case .decided(let value):
                 return channel.eventLoop.makeSucceededFuture(value)
-            case .sniff(let isHTTP2, let sniffer):
-                return isHTTP2.flatMap { h2 -> EventLoopFuture<Negotiated> in
-                    let configured: EventLoopFuture<Negotiated> = h2
-                        ? http2.setup(channel: channel, logger: logger).map { .http2($0) }
-                        : http1.setup(channel: channel, logger: logger).map { .http1($0) }
-                    // Out of the way once the protocol's handlers are in: it passes on the bytes it held.
-                    return configured.flatMap { value in channel.pipeline.removeHandler(sniffer.handler).map { value } }
-                }
+            case .sniffed(let negotiated):
+                return negotiated
             }
         }
         return channel.eventLoop.makeSucceededFuture(Value(negotiated: negotiated, channel: channel))
@@ -98,59 +106,5 @@ struct APNsTLSChannel: ServerChildChannel {
         } catch {
             logger.debug("TLS connection ended before its protocol was known: \(error)")
         }
-    }
-}
-
-/// Holds a connection's first bytes until they show whether it speaks HTTP/2 (its connection preface) or not.
-final class PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-
-    /// The handler, passed between futures on its loop.
-    struct Handle: @unchecked Sendable {
-        let handler: PrefaceSniffer
-        init(_ handler: PrefaceSniffer) { self.handler = handler }
-    }
-
-    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
-
-    private let decided: EventLoopPromise<Bool>
-    private var held: ByteBuffer?
-    private var done = false
-
-    init(decided: EventLoopPromise<Bool>) { self.decided = decided }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = unwrapInboundIn(data)
-        guard !done else {
-            // Decided, not yet removed: keep the order.
-            held?.writeBuffer(&bytes)
-            return
-        }
-        if held == nil { held = bytes } else { held!.writeBuffer(&bytes) }
-        let view = held!.readableBytesView
-        let count = min(view.count, Self.preface.count)
-        if !view.prefix(count).elementsEqual(Self.preface.prefix(count)) {
-            done = true
-            decided.succeed(false)
-        } else if count == Self.preface.count {
-            done = true
-            decided.succeed(true)
-        }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        if !done {
-            done = true
-            decided.succeed(false)
-        }
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        if let held, held.readableBytes > 0 {
-            context.fireChannelRead(NIOAny(held))
-            context.fireChannelReadComplete()
-        }
-        held = nil
     }
 }

@@ -13,6 +13,15 @@ package struct RelayTLS: Sendable {
     /// The server's certificate chain and key, for NIOSSL.
     package let configuration: TLSConfiguration
 
+    private init(caPEM: String?, configuration: TLSConfiguration) {
+        self.caPEM = caPEM
+        var configuration = configuration
+        // A connection closed by the server (a graceful stop) waits this long for the client's close_notify, not
+        // NIOSSL's default 5 s: the stop must end within PROTOCOL.md §6's second.
+        configuration.shutdownTimeout = .milliseconds(200)
+        self.configuration = configuration
+    }
+
     /// An identity from a CA made now (a P-256 key; the CA and the certificate are valid for a year).
     package static func generated(host: String) throws -> RelayTLS {
         let now = Date()

@@ -3,28 +3,29 @@ import NIOCore
 /// First in a connection's pipeline while its protocol is unknown: holds the first bytes until they show HTTP/2's
 /// connection preface (`PRI * HTTP/2.0...`: HTTP/2 with prior knowledge, h2c) or not, has `configure` add the
 /// protocol's handlers behind it, then leaves, passing the bytes on. A connection that sends nothing for the idle
-/// timeout is closed, as an idle HTTP/1 connection is.
-final class HTTP2PrefaceDetector: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
+/// timeout is closed, as an idle HTTP/1 connection is, and so is one still silent when the server stops.
+package final class HTTP2PrefaceDetector: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
 
-    static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+    package static let preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     private let idleTimeout: TimeAmount
     private let configure: (ChannelHandlerContext, _ isHTTP2: Bool) throws -> Void
     private var held: ByteBuffer?
     private var timer: Scheduled<Void>?
 
-    init(idleTimeout: TimeAmount, configure: @escaping (ChannelHandlerContext, _ isHTTP2: Bool) throws -> Void) {
+    /// - Parameter configure: adds the protocol's handlers (behind this one) once the first bytes tell which.
+    package init(idleTimeout: TimeAmount, configure: @escaping (ChannelHandlerContext, _ isHTTP2: Bool) throws -> Void) {
         self.idleTimeout = idleTimeout
         self.configure = configure
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel
         timer = context.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
         if held == nil { held = bytes } else { held!.writeBuffer(&bytes) }
         let view = held!.readableBytesView
@@ -47,13 +48,23 @@ final class HTTP2PrefaceDetector: ChannelInboundHandler, RemovableChannelHandler
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    /// A server stopping gracefully closes a connection that has sent nothing yet (no request can be under way), and so
+    /// does a client that ends its side before deciding (no handler behind this one would notice it).
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent || (event as? ChannelEvent) == .inputClosed {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    package func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         // The protocol's handlers are behind this one now: they get the bytes held, then the channel's reads.
         if let held, held.readableBytes > 0 {
             self.held = nil
