@@ -465,7 +465,8 @@ RELAY_SCHEMAS = {
     "ServiceAccount": obj({"type": S, "project_id": S, "private_key_id": S, "private_key": S, "client_email": S, "client_id": S,
                            "auth_uri": S, "token_uri": S, "auth_provider_x509_cert_url": S, "client_x509_cert_url": S, "universe_domain": S},
                           ["type", "project_id", "private_key_id", "private_key", "client_email", "token_uri"]),
-    "TopicBatch": obj({"to": S, "registration_tokens": arr(S)}, ["to", "registration_tokens"]),
+    "TopicBatch": obj({"to": {"type": "string", "pattern": "^(/topics/)?[a-zA-Z0-9._~%-]{1,900}$"},
+                       "registration_tokens": arr(S, minItems=1, maxItems=1000)}, ["to", "registration_tokens"]),
     "TopicBatchResults": obj({"results": arr({"type": "object"})}, ["results"]),
     "IIDError": obj({"error": S}, ["error"]),
     "FCMName": obj({"name": S}, ["name"]),
@@ -518,7 +519,9 @@ def relay_document():
         "/__control/apns/keys/{kid}": {"put": op("Registers an APNs signing key (PEM public key, or the .p8 private key) for provider tokens",
             {**empty(), **errors()}, body=json_body(ref("APNsKey")), params=[path_param("kid")], tags=["control"])},
         "/__control/fcm/service-account.json": {"get": op("A service account JSON (fresh key) whose token_uri is this relay's /token", {
-            **ok(ref("ServiceAccount")), **errors()}, params=[query("project_id", S, "the project (default survey-trio)")], tags=["control"])},
+            **ok(ref("ServiceAccount")), **errors()},
+            params=[query("project_id", {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$"}, "the project (default survey-trio)")],
+            tags=["control"])},
         "/v1/devices": {"post": op("Issues a device token", {**ok(ref("Token"), "201", "Created"), **errors()},
                                    body=json_body(ref("DeviceRequest")), tags=["device"])},
         "/v1/devices/{token}/stream": {"get": op("The device's push stream (text/event-stream; unacked messages are sent again on connect)", {
