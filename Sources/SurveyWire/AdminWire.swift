@@ -439,8 +439,8 @@ public enum AdminWire {
         public var ping: String
         /// The schema version from the submission path.
         public var schemaVersion: String
-        /// `client_info.client_id` of the ping.
-        public var clientID: String
+        /// `client_info.client_id` of the ping; absent when the ping carries none.
+        public var clientID: String?
         /// When the server stored it (RFC 3339).
         public var receivedAt: String
         /// The ping's JSON as received (decompressed).
@@ -450,7 +450,7 @@ public enum AdminWire {
             case clientID = "client_id", receivedAt = "received_at", body
         }
         /// Creates the value from its fields.
-        public init(documentID: String, appID: String, ping: String, schemaVersion: String, clientID: String,
+        public init(documentID: String, appID: String, ping: String, schemaVersion: String, clientID: String?,
                     receivedAt: String, body: JSONValue) {
             self.documentID = documentID
             self.appID = appID

@@ -20,10 +20,12 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         }
     }
 
-    /// `client_info`: who sent the ping.
+    /// `client_info`: who sent the ping. Glean's pipeline requires only the build, version, OS and SDK fields; the
+    /// client id (custom pings may leave it out), the locale (Glean's Python SDK cannot set it) and the rest are
+    /// optional (PROTOCOL.md §8).
     public struct ClientInfo: Codable, Sendable, Equatable {
-        /// The client's stable id (a UUID).
-        public var clientID: String
+        /// The client's stable id (a UUID), when the ping carries one.
+        public var clientID: String?
         /// The application's build identifier.
         public var appBuild: String
         /// The application's user-visible version.
@@ -32,17 +34,21 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         public var os: String
         /// The operating system's version.
         public var osVersion: String
-        /// The client's locale, such as `en-US`.
-        public var locale: String
+        /// The client's locale, such as `en-US`, if known.
+        public var locale: String?
         /// The telemetry SDK's version.
         public var telemetrySDKBuild: String
+        /// The CPU architecture (Glean sends it; the trio's own SDK does not yet).
+        public var architecture: String?
+        /// The client's first run date, as Glean writes it (`2026-11-25+00:00`).
+        public var firstRunDate: String?
         enum CodingKeys: String, CodingKey {
             case clientID = "client_id", appBuild = "app_build", appDisplayVersion = "app_display_version", os
-            case osVersion = "os_version", locale, telemetrySDKBuild = "telemetry_sdk_build"
+            case osVersion = "os_version", locale, telemetrySDKBuild = "telemetry_sdk_build", architecture, firstRunDate = "first_run_date"
         }
         /// Creates the value from its fields.
-        public init(clientID: String, appBuild: String, appDisplayVersion: String, os: String, osVersion: String,
-                    locale: String, telemetrySDKBuild: String) {
+        public init(clientID: String?, appBuild: String, appDisplayVersion: String, os: String, osVersion: String,
+                    locale: String?, telemetrySDKBuild: String, architecture: String? = nil, firstRunDate: String? = nil) {
             self.clientID = clientID
             self.appBuild = appBuild
             self.appDisplayVersion = appDisplayVersion
@@ -50,6 +56,8 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
             self.osVersion = osVersion
             self.locale = locale
             self.telemetrySDKBuild = telemetrySDKBuild
+            self.architecture = architecture
+            self.firstRunDate = firstRunDate
         }
     }
 
@@ -76,12 +84,21 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
     public var pingInfo: PingInfo
     /// Who sent the ping.
     public var clientInfo: ClientInfo
-    /// The recorded events, oldest first.
+    /// The recorded events, oldest first (empty when the ping has none: Glean leaves `events` out then).
     public var events: [Event]
     /// Metrics by type and name, as Glean nests them, if any.
     public var metrics: JSONValue?
 
     enum CodingKeys: String, CodingKey { case pingInfo = "ping_info", clientInfo = "client_info", events, metrics }
+
+    /// Reads a ping; a ping without `events` has none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        pingInfo = try container.decode(PingInfo.self, forKey: .pingInfo)
+        clientInfo = try container.decode(ClientInfo.self, forKey: .clientInfo)
+        events = try container.decodeIfPresent([Event].self, forKey: .events) ?? []
+        metrics = try container.decodeIfPresent(JSONValue.self, forKey: .metrics)
+    }
 
     /// Creates the value from its fields.
     public init(pingInfo: PingInfo, clientInfo: ClientInfo, events: [Event], metrics: JSONValue? = nil) {

@@ -126,7 +126,7 @@ extension TelemetryPing: RangeChecked {
     public func checkRanges() throws(WireRangeError) {
         try WireRangeError.check(pingInfo.seq, in: WireLimits.pingSeq, "ping_info.seq")
         try WireRangeError.check(events.count, in: 0...WireLimits.pingEvents, "events")
-        try WireRangeError.check(clientInfo.clientID, maxLength: 200, "client_info.client_id")
+        if let clientID = clientInfo.clientID { try WireRangeError.check(clientID, maxLength: 200, "client_info.client_id") }
         if let metrics, metrics != .null, metrics.objectValue == nil {
             throw WireRangeError(code: "invalid_field", field: "metrics", message: "metrics must be an object")
         }

@@ -327,7 +327,10 @@ struct AdminRoutes: Sendable {
             let (client, ping, _) = rows[index]
             var end = index
             while end < rows.endIndex, rows[end].0 == client, rows[end].1 == ping { end += 1 }
-            report.append(AdminWire.SeqGaps(clientID: client, ping: ping, sortedSeqs: rows[index..<end].map(\.2)))
+            // Pings without a client id (stored with an empty one) have no sequence of their own to report.
+            if !client.isEmpty {
+                report.append(AdminWire.SeqGaps(clientID: client, ping: ping, sortedSeqs: rows[index..<end].map(\.2)))
+            }
             index = end
         }
         return JSONResponse.make(report)

@@ -4,7 +4,8 @@ import ServerSupport
 import SurveyWire
 import Transport
 
-/// Glean-style ping ingestion (PROTOCOL.md §1.5), de-duplicated by document id.
+/// Glean-style ping ingestion (PROTOCOL.md §1.5 and §8), de-duplicated by document id. A ping without a client id
+/// is stored with an empty one (listed without `client_id`, left out of the gap report).
 struct TelemetryRoutes: Sendable {
     let context: ServerContext
 
@@ -35,7 +36,7 @@ struct TelemetryRoutes: Sendable {
         let body = String(decoding: bytes, as: UTF8.self)
         let now = context.realNow().timeIntervalSince1970
         let record = TelemetryRecord(seq: nil, documentId: documentID, appId: appID, ping: ping, schemaVersion: schema,
-                                     clientId: parsed.clientInfo.clientID, receivedAt: now, body: body)
+                                     clientId: parsed.clientInfo.clientID ?? "", receivedAt: now, body: body)
         // Unauthenticated: bounded in total. Past the quota, 507 (a 5xx: Glean keeps the ping and retries later).
         let size = bytes.count
         guard context.telemetryBytes.reserve(size) else {

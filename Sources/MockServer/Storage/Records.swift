@@ -288,7 +288,7 @@ struct TelemetryRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     }
 
     var view: AdminWire.StoredPing {
-        AdminWire.StoredPing(documentID: documentId, appID: appId, ping: ping, schemaVersion: schemaVersion, clientID: clientId,
+        AdminWire.StoredPing(documentID: documentId, appID: appId, ping: ping, schemaVersion: schemaVersion, clientID: clientId.isEmpty ? nil : clientId,
                              receivedAt: WireTime.format(Date(timeIntervalSince1970: receivedAt), milliseconds: true),
                              body: (try? WireJSON.decode(JSONValue.self, from: body)) ?? .null)
     }
