@@ -51,7 +51,7 @@ Glean.shutdown()
         assert ping["app_id"] == "org-example-surveys" and "client_id" not in ping
         body = ping["body"]
         assert body["metrics"]["counter"]["survey.opened"] == 2
-        assert [(e["category"], e["name"], e.get("extra")) for e in body["events"]] == [("survey", "answered", {"survey_id": "s1"})]
+        assert [(e["category"], e["name"], e["extra"]["survey_id"]) for e in body["events"]] == [("survey", "answered", "s1")]
         assert "locale" not in body["client_info"] and body["client_info"]["telemetry_sdk_build"]
         # Every ping Glean sent was stored (none refused), and the gap report leaves out pings without a client id.
         with urllib.request.urlopen(url + "/__admin/requests?path=/submit") as response:
