@@ -231,9 +231,15 @@ struct FCMRoutes {
         guard let topic = FCMTopic.name(to) else {
             throw RawJSONError(.badRequest, body: JSONValue.object(["error": .string("InvalidParameters: invalid topic \(to)")]))
         }
+        let tokens = values.compactMap { value -> String? in
+            if case .string(let token) = value { return token } else { return nil }
+        }
+        guard tokens.count == values.count else {
+            throw RawJSONError(.badRequest, body: JSONValue.object(["error": "InvalidParameters: registration_tokens must be strings"]))
+        }
         var results: [JSONValue] = []
-        for value in values {
-            guard case .string(let token) = value, !token.isEmpty else {
+        for token in tokens {
+            guard !token.isEmpty else {
                 results.append(.object(["error": "INVALID_ARGUMENT"]))
                 continue
             }
