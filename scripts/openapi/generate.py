@@ -310,9 +310,15 @@ def mobile_form(extra_props=None, extra_required=()):
 
 
 MOBILE = [
-    ("/register_user", "Registers the device", mobile_form({key: FORM_S for key in [
-        "new_password", "phone_number", "fcm_token", "device_os", "product", "brand", "hardware_id", "manufacturer", "model",
-        "beiwe_version"]}), ok(ref("Registration"))),
+    ("/register_user", "Registers the device", mobile_form({
+        **{key: FORM_S for key in ["phone_number", "device_os", "product", "brand", "hardware_id", "manufacturer", "model",
+                                   "beiwe_version"]},
+        "new_password": {**FORM_S, "description": "the participant's new password in plaintext, as Beiwe's apps send it (the "
+                                                  "server stores its hash; `password` is already hashed); required with `phone_number`"},
+        "fcm_token": {**FORM_S, "description": "the device's push token. A study that schedules on the server (`scheduling: server`) "
+                                               "refuses a registration without one (400 `push_token_required`), since it could never push a "
+                                               "survey; `--profile beiwe` ignores it, as Beiwe does (only `/set_fcm_token` stores a token)"},
+    }), ok(ref("Registration"))),
     ("/set_fcm_token", "Replaces the push token", mobile_form({"fcm_token": FORM_S}, ["fcm_token"]), empty()),
     ("/download_surveys", "The whole survey set, with timings", mobile_form(), ok(arr(ref("SurveyEntry")))),
     ("/download_survey", "One survey's spec (after a push)", mobile_form({"survey_id": FORM_S, "schedule_uuid": FORM_S}, ["survey_id"]),
