@@ -36,11 +36,15 @@ package struct LaunchOptions: Sendable {
 
 /// The URL a server is bound to, known once it accepts connections.
 package final class BoundAddress: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = ObservedValue<String?>(nil)
     package init() {}
     /// `http://host:port`, or nil before the server is running.
-    package var url: String? { value.withLock { $0 } }
-    package func set(_ url: String) { value.withLock { $0 = url } }
+    package var url: String? { value.value }
+    package func set(_ url: String) { value.update { $0 = url } }
+    /// The URL once the server runs; nil if the waiting task is cancelled first (the server did not start).
+    package func bound() async -> String? {
+        await value.wait { $0 != nil } ?? nil
+    }
 }
 
 /// Runs a server as a process: binds, prints the READY line to stdout once it accepts connections, and stops
@@ -61,12 +65,14 @@ package enum ServerLauncher {
         let server = childChannel.server(
             configuration: serverConfiguration(options),
             onServerRunning: { channel in
-                // startup-only: the READY line names every port, so it waits (briefly) for the second server.
+                // The READY line names every port, so it waits for the second server to run. If that one fails to
+                // start, the group ends and cancels this wait: no READY line.
+                var secondaryURL: String?
                 if second != nil {
-                    let end = ContinuousClock.now + .seconds(10)
-                    while secondaryBound.url == nil && ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(2)) }
+                    guard let url = await secondaryBound.bound() else { return }
+                    secondaryURL = url
                 }
-                announce(channel, options: options, bound: bound, secondary: secondaryBound.url)
+                announce(channel, options: options, bound: bound, secondary: secondaryURL)
             },
             eventLoopGroup: group, logger: logger)
         try await supervise(server: server, options: options, services: (second.map { [$0] } ?? []) + services, logger: logger)
@@ -113,12 +119,19 @@ package enum ServerLauncher {
         // The server has stopped accepting and told every connection to finish: each closes once it has written the
         // answers it owed (a request still arriving gets half a second). Hummingbird's server returns before that (a
         // connection here is not a task it waits for), so the wait is here; one still open at the end is cut off.
-        let waitEnd = ContinuousClock.now + .milliseconds(800)
-        while HTTPConnection.openConnections.load(ordering: .relaxed) > 0 && ContinuousClock.now < waitEnd {
-            try? await Task.sleep(for: .milliseconds(5))
+        let drained = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await HTTPConnection.open.wait { $0 == 0 } != nil }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(800))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
-        let open = HTTPConnection.openConnections.load(ordering: .relaxed)
-        if open > 0 { ShutdownDeadline.forced(logger: logger, "\(open) connection(s) still open when the stop's time ran out") }
+        if !drained {
+            ShutdownDeadline.forced(logger: logger, "\(HTTPConnection.open.value) connection(s) still open when the stop's time ran out")
+        }
     }
 }
 
@@ -139,7 +152,7 @@ final class ShutdownDeadline {
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
-                    let open = HTTPConnection.openConnections.load(ordering: .relaxed)
+                    let open = HTTPConnection.open.value
                     ShutdownDeadline.forced(logger: logger, "the graceful stop did not finish in \(milliseconds) ms (\(open) connection(s) open)")
                 }
             }

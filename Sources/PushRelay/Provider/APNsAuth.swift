@@ -43,8 +43,7 @@ package final class APNsAuth: Sendable {
     /// Checks an `authorization` header (`bearer <JWT>`).
     package func check(authorization: String?, now: Int64) -> Credential {
         guard let authorization else { return .absent }
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer", let jwt = try? JWT(String(parts[1]).trimmingCharacters(in: .whitespaces)) else {
+        guard let token = JWT.bearer(authorization), let jwt = try? JWT(token) else {
             return .refused("InvalidProviderToken")
         }
         guard jwt.header["alg"] == .string("ES256"), case .string(let kid)? = jwt.header["kid"],

@@ -34,7 +34,7 @@ package final class FCMAuth: Sendable {
     /// with `token_uri` set to `tokenURI`.
     package func makeServiceAccount(projectID: String, tokenURI: String) throws -> JSONValue {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let keyID = Self.randomHex(20)
+        let keyID = RandomHex.make(20)
         let email = "firebase-adminsdk-relay@\(projectID).iam.gserviceaccount.com"
         state.withLock { $0.keys[keyID] = (email, key.publicKey) }
         return .object([
@@ -96,7 +96,7 @@ package final class FCMAuth: Sendable {
             throw GrantError(error: "invalid_grant",
                              description: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
         }
-        let token = "ya29.relay-" + Self.randomHex(40)
+        let token = "ya29.relay-" + RandomHex.make(40)
         state.withLock { state in
             state.tokens = state.tokens.filter { $0.value > now }
             state.tokens[token] = now + Self.tokenLifetime
@@ -119,16 +119,9 @@ package final class FCMAuth: Sendable {
     /// Checks an `Authorization` header against the tokens issued.
     package func check(authorization: String?, now: Int64) -> Credential {
         guard let authorization else { return .absent }
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .invalid }
-        let token = String(parts[1]).trimmingCharacters(in: .whitespaces)
+        guard let token = JWT.bearer(authorization) else { return .invalid }
         guard let expires = state.withLock({ $0.tokens[token] }), expires > now else { return .invalid }
         return .valid
-    }
-
-    static func randomHex(_ count: Int) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: (0..<count).map { _ in digits[Int.random(in: 0..<16)] }, as: UTF8.self)
     }
 }
 
@@ -158,6 +151,13 @@ struct JWT {
         guard let signature = JWT.base64URL(parts[2]), !signature.isEmpty else { throw Failure(reason: "the signature is not base64url") }
         self.signature = signature
         signedPart = text[text.startIndex..<parts[1].endIndex]
+    }
+
+    /// The token of an `Authorization: Bearer <token>` value (the scheme in any case), or nil for another scheme.
+    static func bearer(_ authorization: String) -> String? {
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return parts[1].trimmingCharacters(in: .whitespaces)
     }
 
     /// Decodes base64url without padding (padding is accepted too).

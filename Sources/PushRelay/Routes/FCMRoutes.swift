@@ -119,7 +119,7 @@ struct FCMRoutes {
             throw Self.invalid("message is too big (\(size) bytes of payload, limit \(configuration.maxAPNsPayloadBytes))")
         }
         let now = await hub.now()
-        let id = "0:\(now)%" + Self.randomHex16()
+        let id = "0:\(now)%" + RandomHex.make(16)
         var relayMessage = RelayMessage(
             id: id, payload: android.payload, priority: android.priority, collapseID: android.collapseID, pushType: android.pushType,
             sentAt: now, expiresAt: now + (android.ttlSeconds.map { Int64($0 * 1000) } ?? Self.fourWeeksMillis), phase: .stored)
@@ -156,24 +156,11 @@ struct FCMRoutes {
         }
     }
 
-    /// 16 random lowercase hex digits (FCM message ids end with such a suffix).
-    static func randomHex16() -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var value = UInt64.random(in: 0...UInt64.max)
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in 0..<16 {
-            bytes[15 - i] = digits[Int(value & 0xF)]
-            value >>= 4
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
     // MARK: The token endpoint
 
     /// Google's token endpoint for a service account's JWT-bearer grant.
     func token(_ request: Request) async throws -> Response {
-        let body = try await request.collectBody(limit: 64 * 1024)
-        let form = Self.form(String(decoding: body, as: UTF8.self))
+        let form = FormBody(parsingBytes: try await request.collectBody(limit: 64 * 1024))
         do {
             let issued = try auth.exchange(grantType: form["grant_type"], assertion: form["assertion"], now: Self.unixNow)
             return JSONResponse.make(data: Data(JSONValue.object([
@@ -183,19 +170,6 @@ struct FCMRoutes {
             let body = JSONValue.object(["error": .string(error.error), "error_description": .string(error.description)])
             throw RawJSONError(.badRequest, body: body)
         }
-    }
-
-    /// An `application/x-www-form-urlencoded` body's fields (the last of a repeated name wins).
-    static func form(_ text: String) -> [String: String] {
-        var fields: [String: String] = [:]
-        for pair in text.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ part: Substring) -> String {
-                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(part)
-            }
-            fields[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
-        }
-        return fields
     }
 
     // MARK: Topics

@@ -332,10 +332,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     private func startStream(_ closed: @escaping @Sendable () -> Void) {
         streamClosed = closed
-        connection.handle {
-            $0.streamOpened()
-            return .none
-        }
+        connection.event { $0.streamOpened() }
     }
 
     /// Collects the response's body, then writes the response on the connection's event loop.
@@ -357,7 +354,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         if code != 204 && code != 304 && !(100..<200).contains(code) {
             head.headers.replaceOrAdd(name: "content-length", value: String(body.readableBytes))
         }
-        let closing = connection.event { $0.answerStarts(keepAlive: request.keepAlive && !close) ? .close : .none } == .close
+        let closing = connection.event { $0.answerStarts(keepAlive: request.keepAlive && !close) }
         if closing {
             head.headers.replaceOrAdd(name: "connection", value: "close")
         } else if request.version == .http1_0 {

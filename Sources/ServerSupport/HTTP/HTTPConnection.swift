@@ -1,14 +1,13 @@
 import HTTPTypes
 import NIOCore
 import SurveyWire
-import Synchronization
 
 /// One connection's ``HTTPConnectionStateMachine`` and the I/O it asks for: the timer, raw writes past the HTTP
 /// encoder (refusals, `100 Continue`), reads held back and closing. Lives on the connection's event loop; the front
 /// handler (``HTTPConnectionHandler``) and the request handler behind the decoder both feed it events.
 final class HTTPConnection {
-    /// Connections open in this process (a graceful stop ends when it is 0).
-    static let openConnections = Atomic<Int>(0)
+    /// Connections open in this process (a graceful stop waits for 0).
+    static let open = ObservedValue(0)
 
     private(set) var machine: HTTPConnectionStateMachine
     private let serverName: String
@@ -29,11 +28,11 @@ final class HTTPConnection {
     /// The current time on the connection's loop.
     var now: NIODeadline { front?.eventLoop.now ?? .now() }
 
-    /// Applies an event and keeps the timer in step; returns the action without performing it.
-    func event(_ body: (inout HTTPConnectionStateMachine) -> HTTPConnectionStateMachine.Action) -> HTTPConnectionStateMachine.Action {
-        let action = body(&machine)
+    /// Applies an event and keeps the timer in step; returns what the event returned (an action is not performed).
+    func event<Result>(_ body: (inout HTTPConnectionStateMachine) -> Result) -> Result {
+        let result = body(&machine)
         syncTimer()
-        return action
+        return result
     }
 
     /// Applies an event and performs its action; returns the action (``HTTPConnectionStateMachine/Action/dispatch``
@@ -79,12 +78,12 @@ final class HTTPConnection {
     fileprivate func started(_ context: ChannelHandlerContext) {
         guard front == nil else { return }
         front = context
-        Self.openConnections.add(1, ordering: .relaxed)
+        Self.open.update { $0 += 1 }
         syncTimer()
     }
 
     fileprivate func closed() {
-        if front != nil { Self.openConnections.subtract(1, ordering: .relaxed) }
+        if front != nil { Self.open.update { $0 -= 1 } }
         perform(event { $0.closed() })
         timer?.cancel()
         timer = nil
@@ -145,18 +144,12 @@ final class HTTPConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
-        _ = connection.event { [now = context.eventLoop.now] in
-            $0.bytesRead(bytes, now: now)
-            return .none
-        }
+        connection.event { [now = context.eventLoop.now] in $0.bytesRead(bytes, now: now) }
         context.fireChannelRead(data)
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        _ = connection.event {
-            $0.readComplete()
-            return .none
-        }
+        connection.event { $0.readComplete() }
         context.fireChannelReadComplete()
     }
 

@@ -118,9 +118,6 @@ package struct HTTPConnectionStateMachine {
         return own
     }
 
-    /// Whether a request has begun and not been read whole.
-    package var readingRequest: Bool { framing.inRequest }
-
     // MARK: Reading
 
     /// Bytes were read (before the decoder sees them).
