@@ -54,6 +54,18 @@ public final class RSAKey: @unchecked Sendable {
         self.init(pkey: key, isPrivate: true)
     }
 
+    /// Imports a private key from PEM (`-----BEGIN PRIVATE KEY-----`, PKCS#8, as in a Google service-account JSON's
+    /// `private_key`, or `-----BEGIN RSA PRIVATE KEY-----`, PKCS#1).
+    public convenience init(privateKeyPEM pem: String) throws(CryptoError) {
+        let lines = pem.split(whereSeparator: \.isNewline).map { $0.filter { !$0.isWhitespace } }
+        let body = lines.filter { !$0.isEmpty && !$0.hasPrefix("-----") }.joined()
+        guard lines.contains(where: { $0.hasPrefix("-----BEGIN") && $0.hasSuffix("PRIVATEKEY-----") }),
+              let der = Base64URL.decode(body), !der.isEmpty else {
+            throw CryptoError(code: "invalid_key", message: "not a PEM RSA private key")
+        }
+        try self.init(privateKeyDER: der)
+    }
+
     /// Modulus size in bytes (256 for RSA-2048).
     public var modulusBytes: Int { Int(EVP_PKEY_get_size(pkey)) }
 
@@ -103,6 +115,18 @@ public final class RSAKey: @unchecked Sendable {
         let padded = [UInt8](repeating: 0, count: size - ciphertext.count) + ciphertext
         let plain = try transform(padded, encrypt: false)
         return Array(plain.drop { $0 == 0 })
+    }
+
+    /// RSASSA-PKCS1-v1_5 with SHA-256 over `message` (JWT's `RS256`). Only for keys with ``isPrivate``.
+    public func signSHA256(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard isPrivate else { throw CryptoError(code: "not_private", message: "signing needs the private key") }
+        guard let ctx = EVP_MD_CTX_new() else { throw .openssl("sign_failed", "EVP_MD_CTX_new") }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else { throw .openssl("sign_failed", "EVP_DigestSignInit") }
+        var length = modulusBytes
+        var out = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(ctx, &out, &length, message, message.count) == 1 else { throw .openssl("sign_failed", "EVP_DigestSign") }
+        return Array(out.prefix(length))
     }
 
     private func transform(_ input: [UInt8], encrypt: Bool) throws(CryptoError) -> [UInt8] {

@@ -217,3 +217,21 @@ func bytes(hex: String) -> [UInt8] {
         #expect(throws: CryptoError.self) { try BeiweFile.decrypt(PythonVectors.beiweFile, privateKey: other) }
     }
 }
+
+@Suite struct RSASigningTests {
+    @Test func rs256MatchesPythonsCryptography() throws {
+        let key = try RSAKey(privateKeyPEM: PythonVectors.privateKeyPEM)
+        let signature = try key.signSHA256(Array(PythonVectors.signedText.utf8))
+        #expect(signature == [UInt8](Data(base64Encoded: PythonVectors.rs256Signature)!))
+        // The PEM is the same key as the DER vector.
+        let fromDER = try RSAKey(privateKeyDER: [UInt8](Data(base64Encoded: PythonVectors.privateKeyDER)!))
+        #expect(fromDER.publicKeyDER() == key.publicKeyDER())
+    }
+
+    @Test func refusesWhatIsNotAPrivateKey() throws {
+        #expect(throws: CryptoError.self) { try RSAKey(privateKeyPEM: "") }
+        #expect(throws: CryptoError.self) { try RSAKey(privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----") }
+        let publicOnly = try RSAKey(publicKeyDER: [UInt8](Data(base64Encoded: PythonVectors.publicKeyDER)!))
+        #expect(throws: CryptoError.self) { try publicOnly.signSHA256([1, 2, 3]) }
+    }
+}
