@@ -21,7 +21,21 @@ public struct MockServer: Sendable {
         let metrics = ServerMetrics()
         let store = try await StoreOpener.open(configuration.store, metrics: metrics, logger: logger)
         let client = TransportClient(configuration: .init(defaultTimeout: .seconds(10), connectTimeout: .seconds(2)))
-        let dispatcher = PushDispatcher(client: client, relayURLs: configuration.relayURLs, fcmProject: configuration.fcmProject, logger: logger)
+        var credential: FCMCredential?
+        if configuration.profile == .beiwe {
+            var account: ServiceAccount?
+            if let path = configuration.fcmServiceAccountFile {
+                guard let bytes = FileManager.default.contents(atPath: path) else {
+                    throw MockServerStartError(message: "--fcm-service-account: cannot read \(path)")
+                }
+                do { account = try ServiceAccount(json: [UInt8](bytes)) } catch {
+                    throw MockServerStartError(message: "--fcm-service-account \(path): \(error)")
+                }
+            }
+            credential = FCMCredential(client: client, project: configuration.fcmProject, serviceAccount: account)
+        }
+        let dispatcher = PushDispatcher(client: client, relayURLs: configuration.relayURLs, fcmProject: configuration.fcmProject,
+                                        logger: logger, beiweCredential: credential)
         let scheduler = SchedulerEngine(store: store, dispatcher: dispatcher, realNow: now, logger: logger)
         httpClient = client
         let decoy = try BeiwePassword.makeRecord(deviceHash: Base64URL.encode(SecureRandom.bytes(32)), iterations: configuration.kdfIterations)
@@ -120,4 +134,12 @@ struct SchedulerService: Service {
             return
         }
     }
+}
+
+/// A setting the server cannot start with (an unreadable or invalid `--fcm-service-account` file).
+public struct MockServerStartError: Error, CustomStringConvertible {
+    /// What is wrong, naming the flag.
+    public var message: String
+    /// The message.
+    public var description: String { message }
 }

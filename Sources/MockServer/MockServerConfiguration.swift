@@ -30,12 +30,16 @@ public struct MockServerConfiguration: Sendable {
     public var maxTelemetryBytes: Int
     /// How the mobile API answers: `strict` (helpful refusals) or `beiwe` (as the real server does).
     public var profile: ServerProfile
+    /// A Google service-account JSON file (`--fcm-service-account`) whose key signs the FCM v1 token requests under
+    /// `--profile beiwe`; nil = a service account fetched from each relay (`/__control/fcm/service-account.json`).
+    public var fcmServiceAccountFile: String?
 
     public init(store: StoreLocation = .memory, kdfIterations: Int = 1000, relayURL: String? = nil, fcmProject: String = "mock-study",
                 adminToken: String? = nil, maxBodyBytes: Int = 1 << 20, maxUploadBytes: Int = 8 << 20, tickInterval: Duration = .seconds(1),
                 maxFailedLogins: Int? = nil, maxTelemetryBytes: Int = 512 << 20, profile: ServerProfile = .strict,
-                relayURLs: [String] = []) {
+                relayURLs: [String] = [], fcmServiceAccountFile: String? = nil) {
         self.profile = profile
+        self.fcmServiceAccountFile = fcmServiceAccountFile
         self.maxFailedLogins = maxFailedLogins
         self.maxTelemetryBytes = maxTelemetryBytes
         self.store = store

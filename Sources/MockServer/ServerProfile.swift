@@ -10,8 +10,10 @@ import ServerSupport
 /// - `beiwe`: answers as the real Beiwe server does (`docs/DECISIONS.md`, "Server profiles"), so a client tested
 ///   against it meets what a real deployment does: no `scheduling` or `timezone` key, `fcm_token` ignored at
 ///   registration (only `/set_fcm_token` stores one), JSON sent as `text/html; charset=utf-8`, empty 400/401/403
-///   bodies, 404 HTML pages for routes Beiwe lacks (`/features`, `/submit`), and 500 HTML pages where Beiwe fails: an
-///   `os_version` past 16 characters, the same participant registering twice within one second.
+///   bodies, 404 HTML pages for routes Beiwe lacks (`/features`, `/submit`, `/download_survey`,
+///   `/confirm_notifications`), survey pushes shaped and authenticated as Beiwe's push task sends them (FCM v1 with a
+///   service account's token), and 500 HTML pages where Beiwe fails: an `os_version` past 16 characters, the same
+///   participant registering twice within one second.
 public enum ServerProfile: String, Sendable, CaseIterable {
     case strict
     case beiwe
@@ -56,7 +58,7 @@ struct BeiweProfileMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         if path.hasPrefix("/__admin") || path == "/metrics" { return try await next(request, context) }
-        if path.hasPrefix("/features/") || path.hasPrefix("/submit/") { return ServerProfile.notFoundPage(path) }
+        if Self.beiweLacks(path) { return ServerProfile.notFoundPage(path) }
         do {
             return Self.asBeiwe(try await next(request, context))
         } catch let error as APIError {
@@ -64,6 +66,15 @@ struct BeiweProfileMiddleware: RouterMiddleware {
         } catch let error as any HTTPResponseError {
             return Self.asBeiwe(try error.response(from: request, context: context))
         }
+    }
+
+    /// The routes this server has and Beiwe does not: the feature and telemetry routes, and the per-survey fetch and
+    /// push receipts of the mobile API (Beiwe's apps fetch `/download_surveys` after a push and report receipts in
+    /// `notification_uuids` on any request).
+    static func beiweLacks(_ path: String) -> Bool {
+        if path.hasPrefix("/features/") || path.hasPrefix("/submit/") { return true }
+        let first = path.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: true).first ?? ""
+        return first == "download_survey" || first == "confirm_notifications"
     }
 
     static func asBeiwe(_ response: Response) -> Response {

@@ -32,6 +32,8 @@ struct MockServerCommand: AsyncParsableCommand {
     @Option(help: "Bytes of telemetry kept at most; past it /submit answers 507 and clients keep their pings.") var maxTelemetryBytes = 512 << 20
     @Option(help: "strict (helpful refusals) or beiwe (answer as the real Beiwe server does: no scheduling key, fcm_token ignored at registration, HTML content types and error pages).")
     var profile = "strict"
+    @Option(help: "With --profile beiwe: a Google service-account JSON whose key signs the FCM v1 token requests (default: one fetched from each relay).")
+    var fcmServiceAccount: String?
     @Option(help: "Seconds an idle connection (no request under way) is kept open.") var idleTimeout = 60.0
     @Option(help: "Seconds a request may take to arrive whole (headers and body); then 408 and close.") var requestTimeout = 10.0
     @Option(help: "Requests one connection may pipeline without reading the answers; more close it.") var maxPipelined = 32
@@ -47,6 +49,7 @@ struct MockServerCommand: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         try ConnectionLimits.validate(idleTimeout: idleTimeout, requestTimeout: requestTimeout, maxPipelined: maxPipelined)
         guard ServerProfile(rawValue: profile) != nil else { throw ValidationError("--profile must be strict or beiwe") }
+        if fcmServiceAccount != nil, profile != "beiwe" { throw ValidationError("--fcm-service-account needs --profile beiwe") }
         guard HostName.isLoopbackBind(host) || adminToken != nil else {
             throw ValidationError("binding \(host) exposes the admin API beyond loopback; pass --admin-token")
         }
@@ -67,10 +70,13 @@ struct MockServerCommand: AsyncParsableCommand {
             store: location, kdfIterations: kdfIterations,
             adminToken: adminToken, tickInterval: .milliseconds(Int(tick * 1000)), maxFailedLogins: maxFailedLogins,
             maxTelemetryBytes: maxTelemetryBytes, profile: ServerProfile(rawValue: profile) ?? .strict,
-            relayURLs: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 })
+            relayURLs: relayURL.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }, fcmServiceAccountFile: fcmServiceAccount)
         let server: MockServer
         do {
             server = try await MockServer(configuration: configuration, logger: logger)
+        } catch let error as MockServerStartError {
+            logger.critical("cannot start", metadata: ["error": "\(error)"])
+            throw ExitCode(2)
         } catch {
             logger.critical("cannot open the database", metadata: ["database": "\(location)", "error": "\(error)"])
             throw ExitCode(2)

@@ -3,7 +3,8 @@ import Logging
 import SurveyWire
 import Transport
 
-/// Sends survey pushes to the relay: APNs-style for iOS participants, FCM-style for Android ones.
+/// Sends survey pushes to the relay: APNs-style for iOS participants, FCM-style for Android ones; under `--profile beiwe`
+/// all through FCM v1 as Beiwe's push task sends them.
 struct PushDispatcher: Sendable {
     /// What the relay said.
     struct Outcome: Sendable {
@@ -19,12 +20,16 @@ struct PushDispatcher: Sendable {
     let relays: RelayRouter
     let fcmProject: String
     let logger: Logger
+    /// Set under `--profile beiwe`: every push goes through FCM v1 with a bearer token, shaped as Beiwe's push task
+    /// shapes it (``beiweMessage(token:os:push:)``).
+    let beiweCredential: FCMCredential?
 
-    init(client: TransportClient, relayURLs: [String], fcmProject: String, logger: Logger) {
+    init(client: TransportClient, relayURLs: [String], fcmProject: String, logger: Logger, beiweCredential: FCMCredential? = nil) {
         self.client = client
         relays = RelayRouter(urls: relayURLs, client: client, logger: logger)
         self.fcmProject = fcmProject
         self.logger = logger
+        self.beiweCredential = beiweCredential
     }
 
     func send(token: String, os: String?, push: SurveyPush, id: String) async -> Outcome {
@@ -33,13 +38,15 @@ struct PushDispatcher: Sendable {
         case .success(let url): relayURL = url
         case .failure(let failure): return Outcome(status: "relay_error", relayStatus: nil, reason: failure.description)
         }
+        if let credential = beiweCredential {
+            return await sendAsBeiwe(token: token, os: os, push: push, relayURL: relayURL, credential: credential)
+        }
         let data = push.dataFields()
         let request: TransportRequest
         do {
             if os == "ios" {
                 var body: [String: JSONValue] = data.mapValues { .string($0) }
-                let text = push.surveyIDs.count > 1 ? "You have surveys to take." : "You have a survey to take."
-                body["aps"] = ["alert": ["title": "Beiwe", "body": .string(text)], "sound": "default"]
+                body["aps"] = ["alert": ["title": "Beiwe", "body": .string(Self.alertBody(push))], "sound": "default"]
                 request = try TransportRequest.json("\(relayURL)/3/device/\(token)", body: JSONValue.object(body))
                     .adding(header: "apns-id", id)
                     .adding(header: "apns-push-type", "alert")
@@ -51,6 +58,50 @@ struct PushDispatcher: Sendable {
         } catch {
             return Outcome(status: "relay_error", relayStatus: nil, reason: "could not encode the push: \(error)")
         }
+        return await deliver(request, os: os, id: id)
+    }
+
+    /// What the alert says (Beiwe's wording).
+    static func alertBody(_ push: SurveyPush) -> String {
+        push.surveyIDs.count > 1 ? "You have surveys to take." : "You have a survey to take."
+    }
+
+    /// The FCM v1 message Beiwe's push task sends (`services/survey_push_notifications.py`): for Android the fields in
+    /// `android.data` with high priority; for iOS the fields in `data` with a `notification` (FCM's APNs bridge makes
+    /// them the APNs payload's top level and `aps.alert`). No TTL, collapse key or APNs options.
+    static func beiweMessage(token: String, os: String?, push: SurveyPush) -> RelayWire.FCMSendRequest {
+        let data = push.dataFields()
+        if os == "ios" {
+            return .init(message: .init(token: token, data: data, notification: .init(title: "Beiwe", body: alertBody(push))))
+        }
+        return .init(message: .init(token: token, data: nil, android: .init(priority: "high", data: data)))
+    }
+
+    /// Sends through FCM v1 with the credential's bearer token; a 401 (the token expired or the relay restarted)
+    /// renews the token once, as Google's auth library does.
+    private func sendAsBeiwe(token: String, os: String?, push: SurveyPush, relayURL: String, credential: FCMCredential) async -> Outcome {
+        let url = "\(relayURL)/v1/projects/\(fcmProject)/messages:send"
+        for attempt in 0..<2 {
+            let request: TransportRequest
+            do {
+                let authorization = try await credential.authorization(relayURL: relayURL)
+                request = try TransportRequest.json(url, body: Self.beiweMessage(token: token, os: os, push: push))
+                    .adding(header: "Authorization", authorization)
+            } catch {
+                return Outcome(status: "relay_error", relayStatus: nil, reason: "no FCM credential: \(error)")
+            }
+            let outcome = await deliver(request, os: nil, id: "")
+            if outcome.relayStatus == 401, attempt == 0 {
+                await credential.invalidate(relayURL: relayURL)
+                continue
+            }
+            return outcome
+        }
+        return Outcome(status: "relay_error", relayStatus: 401, reason: "UNAUTHENTICATED")
+    }
+
+    /// Sends one provider request and reads what the relay said.
+    private func deliver(_ request: TransportRequest, os: String?, id: String) async -> Outcome {
         var timed = request
         timed.timeout = .seconds(10)
         do {
