@@ -54,6 +54,52 @@ extension Integration {
         }
     }
 
+    /// A push of a server-scheduled study under `--profile beiwe` goes out as Beiwe's push task sends it (FCM v1 with a
+    /// service-account token, which the relay checks under `--provider-auth strict`; Android's fields in `android.data`,
+    /// iOS's in `data` with a notification) and becomes an answered survey on both platforms: the device finds no
+    /// `/download_survey` (Beiwe's 404 page), takes the survey from `/download_surveys` without asking the missing route
+    /// again, and its receipt reaches the server on a heartbeat (Beiwe has no `/confirm_notifications`).
+    @Test(arguments: [SurveyClientConfiguration.Platform.android, .ios])
+    func aBeiwePushBecomesAnAnsweredSurvey(platform: SurveyClientConfiguration.Platform) async throws {
+        try await Trio.with(Trio.Options(serverArguments: ["--profile", "beiwe"], relayArguments: ["--provider-auth", "strict"])) { trio in
+            let setup = try await StudySetup.make(trio, scheduling: "server")
+            var configuration = clientConfiguration(trio, setup.credentials, platform: platform)
+            configuration.telemetryURL = nil
+            configuration.featuresURL = nil
+            let client = try SurveyClient(configuration: configuration)
+            let recorder = EventRecorder(client)
+            try await client.start()
+            let token = try #require(await client.pushToken)
+            // Two pushes (two Mondays at 09:00): the second finds the route already known to be missing.
+            _ = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 120)
+            let (first, after) = try await recorder.survey()
+            #expect(first.surveyID == setup.surveyID)
+            #expect(first.entry.timings == nil)
+            try await client.submit(answers: ["mood": "4"], for: first.surveyID)
+            _ = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 7 * 86_400)
+            let (second, _) = try await recorder.survey(from: after)
+            try await client.submit(answers: ["mood": "5"], for: second.surveyID)
+            let answers = try await trio.admin.submissions(study: setup.study.studyID).compactMap { $0.answers.first { $0.questionID == "mood" }?.answer }
+            #expect(answers.sorted() == ["4", "5"])
+            let pushes = try await trio.admin.pushes(study: setup.study.studyID)
+            #expect(pushes.count == 2 && pushes.allSatisfy { $0.status == "sent" })
+            // What the relay took: FCM v1, as Beiwe's task shapes it per platform.
+            let trace = try await trio.control.trace(token: token)
+            #expect(trace.filter { $0["event"]?.stringValue == "acked" }.count == 2)
+            // `/download_survey` was asked once (404 page); `/download_surveys` served both pushes.
+            let journal = try await trio.admin.requests()
+            let perSurvey = journal.filter { $0.path.hasPrefix("/download_survey") && !$0.path.hasPrefix("/download_surveys") }
+            #expect(perSurvey.count == 1 && perSurvey.first?.status == 404)
+            #expect(journal.filter { $0.path.hasPrefix("/download_surveys") }.count >= 2)
+            #expect(journal.filter { $0.path.hasPrefix("/confirm_notifications") }.count <= 1)
+            // Both occurrences confirmed through `notification_uuids` on other requests.
+            #expect(try await eventually {
+                try await trio.admin.pushes(study: setup.study.studyID).allSatisfy { !($0.confirmedUUIDs ?? []).isEmpty }
+            })
+            await client.close()
+        }
+    }
+
     /// What the profile answers where the real server fails, against the strict profile's helpful refusals.
     @Test func theProfilesDifferWhereTheRealServerFails() async throws {
         let longOS = "Debian GNU/Linux 12 (bookworm)"

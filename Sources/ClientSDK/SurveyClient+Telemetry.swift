@@ -481,12 +481,26 @@ extension SurveyClient {
     // MARK: Receipts
 
     /// Confirms received pushes to the server (`/confirm_notifications` with `notification_uuids`, which also ride
-    /// on every other request until one succeeds); confirmed ones are forgotten.
+    /// on every other request until one succeeds); confirmed ones are forgotten. A server without that route (Beiwe,
+    /// which reads `notification_uuids` on every request) gets them on a `/mobile-heartbeat` instead.
     func confirmReceipts() async {
         let sent = state.pendingReceipts ?? []
         guard state.registered, !sent.isEmpty else { return }
-        guard let response = try? await api.post("confirm_notifications", api.baseForm(state: state)),
-              (200..<300).contains(response.status) else { return }
+        if !serverLacks(.confirmNotifications) {
+            guard let response = try? await api.post("confirm_notifications", api.baseForm(state: state)) else { return }
+            if (200..<300).contains(response.status) {
+                receiptsDelivered(sent)
+                return
+            }
+            guard serverAnswered(.confirmNotifications, response) == .missing else { return }
+            logger.info("the server has no /confirm_notifications; receipts ride on /mobile-heartbeat, as Beiwe reads them")
+        }
+        await sendHeartbeat()
+    }
+
+    /// Forgets receipts a request carried once the server took that request.
+    func receiptsDelivered(_ sent: [String]) {
+        guard !sent.isEmpty else { return }
         state.pendingReceipts?.removeAll { sent.contains($0) }
         try? save()
     }

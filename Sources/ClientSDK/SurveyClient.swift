@@ -54,6 +54,16 @@ public actor SurveyClient {
     private var storedIndex: [String: [String]]?
     /// Pushes of the live stream whose surveys are being fetched, or wait for a retry.
     private var intake = PushIntake()
+    /// Routes of our mock server the study server turned out not to have (Beiwe's), for this run.
+    private var routes = ServerRoutes()
+
+    /// Whether the study server is known to lack `route`.
+    func serverLacks(_ route: ServerRoutes.Route) -> Bool { routes.lacks(route) }
+
+    /// Reads an answer of an optional route (remembering a missing one).
+    func serverAnswered(_ route: ServerRoutes.Route, _ response: TransportResponse) -> ServerRoutes.Verdict {
+        routes.answered(route, status: response.status, errorCode: MobileAPI.errorCode(response))
+    }
     /// Answer files being uploaded (one upload per file at a time).
     private var outbox = UploadOutbox()
     private var localScheduleTask: BackgroundJob?
@@ -212,11 +222,17 @@ public actor SurveyClient {
         }
     }
 
-    private func sendHeartbeat() async {
+    /// One `/mobile-heartbeat`; the receipts it carried (`notification_uuids`) are confirmed once the server takes it.
+    func sendHeartbeat() async {
         guard state.registered else { return }
         do {
+            let carried = state.pendingReceipts ?? []
             let response = try await api.post("mobile-heartbeat", api.baseForm(state: state))
-            if !(200..<300).contains(response.status) { logger.info("heartbeat answered \(response.status)") }
+            if (200..<300).contains(response.status) {
+                receiptsDelivered(carried)
+            } else {
+                logger.info("heartbeat answered \(response.status)")
+            }
         } catch {
             logger.info("heartbeat failed", metadata: ["error": "\(error)"])
         }
@@ -576,15 +592,20 @@ public actor SurveyClient {
         var surfaced: [StoredSurvey] = []
         var withdrawn: [(surveyID: String, uuids: [String])] = []
         var failures: [SurveyClientError] = []
+        // Against a server without `/download_survey` (Beiwe): the study's list, fetched once for the whole push.
+        var listed: [String: SurveyEntry]?
         for surveyID in surveys {
             let its = push.surveyUUIDs[surveyID] ?? []
             do {
-                surfaced.append(try await fetchAndStore(surveyID: surveyID, uuids: its, sentTime: push.sentTime))
-                outcomes[surveyID] = .stored
-            } catch where error.code == SurveyClientError.Code.surveyNotFound.rawValue {
-                // The survey was deleted after the push went out: final. The occurrence is withdrawn, not retried.
-                outcomes[surveyID] = .withdrawn
-                withdrawn.append((surveyID, its))
+                if let entry = try await fetchPushed(surveyID: surveyID, uuids: its, listed: &listed) {
+                    surfaced.append(try storePushed(entry, uuids: its, sentTime: push.sentTime))
+                    outcomes[surveyID] = .stored
+                } else {
+                    // The server says the survey is gone (deleted after the push went out): final. The occurrence is
+                    // withdrawn, not retried.
+                    outcomes[surveyID] = .withdrawn
+                    withdrawn.append((surveyID, its))
+                }
             } catch {
                 if error.isCancellation { return }
                 outcomes[surveyID] = .failed
@@ -730,17 +751,45 @@ public actor SurveyClient {
         emit(.registered(studyID: studyID, scheduling: state.scheduling ?? "server", timeZone: state.timeZone ?? configuration.timeZone))
     }
 
-    private func fetchAndStore(surveyID: String, uuids: [String], sentTime: String) async throws(SurveyClientError) -> StoredSurvey {
-        var form = api.baseForm(state: state)
-        form["survey_id"] = surveyID
-        if let first = uuids.first { form["schedule_uuid"] = first }
-        let response = try await api.post("download_survey", form)
-        guard response.status == 200, let entry = try? response.decode(SurveyEntry.self) else {
-            throw SurveyClientError(code: response.status == 404 ? "survey_not_found" : "download_failed",
-                                    message: "download_survey \(surveyID) answered \(response.status)", status: response.status)
+    /// The spec of a pushed survey, or nil when the server says the survey is gone. Our mock server answers
+    /// `/download_survey` (404 `survey_not_found`: gone); a server without that route (Beiwe: its 404 page) is asked
+    /// for the study's list once (`/download_surveys`, kept in `listed` for the rest of the push), as Beiwe's apps do,
+    /// and a survey missing from the list is gone. The missing route is remembered (``ServerRoutes``).
+    private func fetchPushed(surveyID: String, uuids: [String], listed: inout [String: SurveyEntry]?) async throws(SurveyClientError) -> SurveyEntry? {
+        if !routes.lacks(.downloadSurvey) {
+            var form = api.baseForm(state: state)
+            form["survey_id"] = surveyID
+            if let first = uuids.first { form["schedule_uuid"] = first }
+            let response = try await api.post("download_survey", form)
+            if response.status == 200, let entry = try? response.decode(SurveyEntry.self) { return entry }
+            let code = MobileAPI.errorCode(response)
+            switch routes.answered(.downloadSurvey, status: response.status, errorCode: code) {
+            case .present:
+                if response.status == 404, code == SurveyClientError.Code.surveyNotFound.rawValue { return nil }
+                throw SurveyClientError(code: "download_failed", message: "download_survey \(surveyID) answered \(response.status): \(MobileAPI.excerpt(response))",
+                                        status: response.status)
+            case .missing:
+                logger.info("the server has no /download_survey; pushed surveys are taken from /download_surveys, as Beiwe's apps do")
+            }
         }
+        if listed == nil {
+            let response = try await api.post("download_surveys", api.baseForm(state: state))
+            guard response.status == 200, let list = try? response.decode([SurveyEntry].self) else {
+                throw SurveyClientError(code: "download_failed", message: "download_surveys answered \(response.status): \(MobileAPI.excerpt(response))",
+                                        status: response.status)
+            }
+            listed = Dictionary(list.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        }
+        guard var entry = listed?[surveyID] else { return nil }
+        // As `/download_survey` serves it: the push, not the timings, says when it is due.
+        entry.timings = nil
+        return entry
+    }
+
+    /// Stores a pushed survey (merged with an unanswered earlier copy).
+    private func storePushed(_ entry: SurveyEntry, uuids: [String], sentTime: String) throws(SurveyClientError) -> StoredSurvey {
         var stored = StoredSurvey(entry: entry, scheduleUUIDs: uuids, sentTime: sentTime, receivedAt: WireTime.format(now(), milliseconds: true))
-        if let existing = files.read(StoredSurvey.self, from: files.surveyURL(surveyID)) {
+        if let existing = files.read(StoredSurvey.self, from: files.surveyURL(entry.id)) {
             // Still unanswered from an earlier push: keep its time, add the new occurrences.
             stored.receivedAt = existing.receivedAt
             stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
