@@ -636,7 +636,8 @@ private func rawJSON(_ url: String, _ text: String, method: String = "POST") -> 
 private func pingText(seq: String, client: String, metrics: String = "{}") -> String {
     #"{"ping_info": {"seq": \#(seq), "start_time": "2026-05-04T13:00:00Z", "end_time": "2026-05-04T14:00:00Z"}, "#
         + #""client_info": {"client_id": "\#(client)", "app_build": "1", "app_display_version": "1", "os": "Linux", "os_version": "6", "#
-        + #""locale": "en-US", "telemetry_sdk_build": "1"}, "events": [], "metrics": \#(metrics)}"#
+        + #""locale": "en-US", "telemetry_sdk_build": "1", "architecture": "x86_64", "first_run_date": "2026-05-04-05:00"}, "#
+        + #""events": [], "metrics": \#(metrics)}"#
 }
 
 /// File mode bits of a path.

@@ -96,7 +96,7 @@ extension SurveyClient {
         if !batch.events.isEmpty {
             let id = PingBuilder.documentID(clientID: state.clientID, pingName: "events", seq: seq)
             let ping = PingBuilder.ping(events: batch.events, seq: seq, clientID: state.clientID, configuration: configuration,
-                                        now: now(), reason: reason)
+                                        now: now(), reason: reason, firstRunDate: firstRunDate())
             try files.write(PendingPing(documentID: id, pingName: "events", body: ping, createdMillis: WireTime.epochMillis(now())),
                             to: files.pingURL(id))
             documentID = id
@@ -120,7 +120,7 @@ extension SurveyClient {
         while FileManager.default.fileExists(atPath: url(seq).path) { seq += 1 }
         let id = PingBuilder.documentID(clientID: clientID, pingName: name, seq: seq)
         let ping = PingBuilder.ping(events: [], seq: seq, clientID: clientID, configuration: configuration, now: now(),
-                                    reason: reason, metrics: metrics)
+                                    reason: reason, firstRunDate: firstRunDate(), metrics: metrics)
         try files.write(PendingPing(documentID: id, pingName: name, body: ping, createdMillis: WireTime.epochMillis(now())), to: url(seq))
         state.seqs = (state.seqs ?? [:]).merging([name: seq + 1]) { _, new in new }
         try save()
@@ -191,10 +191,23 @@ extension SurveyClient {
         }
     }
 
+    /// Glean's `first_run_date` of this storage: the day it first made a ping, kept in the state.
+    func firstRunDate() -> String {
+        if let known = state.firstRunDate { return known }
+        let zone = TimeZone(identifier: configuration.timeZone) ?? TimeZone(identifier: "UTC")!
+        let date = PingBuilder.gleanDate(now(), timeZone: zone)
+        state.firstRunDate = date
+        return date
+    }
+
     private func upload(ping pending: PendingPing, at url: URL) async throws(SurveyClientError) {
         guard FileManager.default.fileExists(atPath: url.path) else { return }  // sent meanwhile
+        var ping = pending.body
+        // Queued by an older version, without the fields the server now requires (Glean's pipeline does): added.
+        if ping.clientInfo.architecture == nil { ping.clientInfo.architecture = HostOS.architecture }
+        if ping.clientInfo.firstRunDate == nil { ping.clientInfo.firstRunDate = firstRunDate() }
         var body: [UInt8]
-        do { body = [UInt8](try WireJSON.encode(pending.body)) } catch {
+        do { body = [UInt8](try WireJSON.encode(ping)) } catch {
             files.remove(url)
             return
         }

@@ -20,8 +20,9 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         }
     }
 
-    /// `client_info`: who sent the ping. Glean's pipeline requires only the build, version, OS and SDK fields; the
-    /// client id (custom pings may leave it out), the locale (Glean's Python SDK cannot set it) and the rest are
+    /// `client_info`: who sent the ping. Glean's pipeline requires the build, version, OS, SDK, architecture and
+    /// first-run-date fields (the last two are checked by ``checkRanges()``, so that pings queued by an older SDK still
+    /// decode); the client id (custom pings may leave it out) and the locale (Glean's Python SDK cannot set it) are
     /// optional (PROTOCOL.md §8).
     public struct ClientInfo: Codable, Sendable, Equatable {
         /// The client's stable id (a UUID), when the ping carries one.
@@ -38,9 +39,9 @@ public struct TelemetryPing: Codable, Sendable, Equatable {
         public var locale: String?
         /// The telemetry SDK's version.
         public var telemetrySDKBuild: String
-        /// The CPU architecture (Glean sends it; the trio's own SDK does not yet).
+        /// The CPU architecture (`x86_64`, `aarch64`); required by the server (``checkRanges()``).
         public var architecture: String?
-        /// The client's first run date, as Glean writes it (`2026-11-25+00:00`).
+        /// The client's first run date, as Glean writes it (`2026-11-25+00:00`); required by the server (``checkRanges()``).
         public var firstRunDate: String?
         enum CodingKeys: String, CodingKey {
             case clientID = "client_id", appBuild = "app_build", appDisplayVersion = "app_display_version", os

@@ -127,6 +127,14 @@ extension TelemetryPing: RangeChecked {
         try WireRangeError.check(pingInfo.seq, in: WireLimits.pingSeq, "ping_info.seq")
         try WireRangeError.check(events.count, in: 0...WireLimits.pingEvents, "events")
         if let clientID = clientInfo.clientID { try WireRangeError.check(clientID, maxLength: 200, "client_info.client_id") }
+        // Required by Glean's pipeline schema (PROTOCOL.md §8); optional in the type so that pings an older SDK
+        // queued on disk still decode there (it fills them in before sending).
+        for (value, field) in [(clientInfo.architecture, "client_info.architecture"), (clientInfo.firstRunDate, "client_info.first_run_date")] {
+            guard let value, !value.isEmpty else {
+                throw WireRangeError(code: "missing_field", field: field, message: "'\(field)' is required (Glean's pipeline requires it)")
+            }
+            try WireRangeError.check(value, maxLength: 100, field)
+        }
         if let metrics, metrics != .null, metrics.objectValue == nil {
             throw WireRangeError(code: "invalid_field", field: "metrics", message: "metrics must be an object")
         }

@@ -33,4 +33,22 @@ import Testing
             #expect(throws: (any Error).self, "\(missing)") { try JSONDecoder().decode(TelemetryPing.self, from: body) }
         }
     }
+
+    /// Glean's pipeline requires `architecture` and `first_run_date` (PROTOCOL.md §8): the server refuses a ping
+    /// without them with `missing_field`, though the type still reads one (pings an older SDK queued on disk).
+    @Test func architectureAndFirstRunDateAreRequiredAtIngest() throws {
+        let base = try JSONDecoder().decode(TelemetryPing.self, from: Data(#"""
+        {"ping_info": {"seq": 0, "start_time": "a", "end_time": "b"},
+         "client_info": {"app_build": "1", "app_display_version": "1", "os": "Linux", "os_version": "6", "telemetry_sdk_build": "71",
+                         "architecture": "x86_64", "first_run_date": "2026-11-25+00:00"}}
+        """#.utf8))
+        try base.checkRanges()
+        var noArchitecture = base
+        noArchitecture.clientInfo.architecture = nil
+        #expect(throws: WireRangeError(code: "missing_field", field: "client_info.architecture",
+                                       message: "'client_info.architecture' is required (Glean's pipeline requires it)")) { try noArchitecture.checkRanges() }
+        var noFirstRun = base
+        noFirstRun.clientInfo.firstRunDate = ""
+        #expect(throws: WireRangeError.self) { try noFirstRun.checkRanges() }
+    }
 }

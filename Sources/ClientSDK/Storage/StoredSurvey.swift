@@ -37,6 +37,9 @@ struct ClientState: Codable, Sendable {
     /// base64 DER of the study's public key.
     var publicKey: String?
     var clientID: String
+    /// The first day this storage ran, as Glean writes it (`2026-11-25+00:00`); nil in states older versions wrote
+    /// (set on the next ping).
+    var firstRunDate: String?
     var pingSeq = 0
     /// Nonces and schedule uuids already handled, newest last (bounded).
     var seenNonces: [String] = []

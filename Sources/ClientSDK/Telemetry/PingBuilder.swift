@@ -12,10 +12,20 @@ enum PingBuilder {
         return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
     }
 
+    /// A day as Glean writes `first_run_date`: the local date and the zone's offset then (`2026-11-25-06:00`).
+    static func gleanDate(_ date: Date, timeZone: TimeZone) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let day = calendar.dateComponents([.year, .month, .day], from: date)
+        let offset = timeZone.secondsFromGMT(for: date) / 60
+        let sign = offset < 0 ? "-" : "+"
+        return String(format: "%04d-%02d-%02d%@%02d:%02d", day.year ?? 1970, day.month ?? 1, day.day ?? 1, sign, abs(offset) / 60, abs(offset) % 60)
+    }
+
     /// Ping number `seq` of `events` (times relative to the first one; none for `baseline` and `deletion-request`),
     /// made `now` for `reason`.
     static func ping(events recorded: [ClientState.PendingEvent], seq: Int, clientID: String, configuration: SurveyClientConfiguration,
-                     now: Date, reason: String, metrics: JSONValue? = nil) -> TelemetryPing {
+                     now: Date, reason: String, firstRunDate: String, metrics: JSONValue? = nil) -> TelemetryPing {
         let startMillis = recorded.map(\.timestampMillis).min() ?? WireTime.epochMillis(now)
         let start = WireTime.format(Date(timeIntervalSince1970: Double(startMillis) / 1000), milliseconds: true)
         let events = recorded.map {
@@ -26,7 +36,8 @@ enum PingBuilder {
             clientInfo: .init(clientID: clientID, appBuild: SurveyClient.sdkVersion, appDisplayVersion: SurveyClient.sdkVersion,
                               os: configuration.platform == .ios ? "iOS" : "Android",
                               osVersion: ProcessInfo.processInfo.operatingSystemVersionString, locale: "en-US",
-                              telemetrySDKBuild: "survey-sdk \(SurveyClient.sdkVersion)"),
+                              telemetrySDKBuild: "survey-sdk \(SurveyClient.sdkVersion)", architecture: HostOS.architecture,
+                              firstRunDate: firstRunDate),
             events: events, metrics: metrics)
     }
 }
