@@ -74,7 +74,8 @@ public struct PushTrace: Codable, Sendable {
 
         // The device's fetch and upload, as the server's journal saw them.
         let journal = try await admin.requests(limit: 1000).reversed().filter { $0.participant == entry.patientID && after($0.at) }
-        if let fetch = journal.first(where: { $0.path.hasPrefix("/download_survey") && !$0.path.hasPrefix("/download_surveys") && $0.status == 200 }) {
+        // `/download_survey`, or `/download_surveys` against `--profile beiwe` (Beiwe has no per-survey route).
+        if let fetch = journal.first(where: { $0.path.hasPrefix("/download_survey") && $0.status == 200 }) {
             steps.append(Step(step: "fetched", at: fetch.at, process: "mock-server", detail: "\(fetch.path) \(fetch.status)"))
         }
         if let device = deviceDirectory {
