@@ -49,7 +49,7 @@ public struct MockServer: Sendable {
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let routes = RouteTableBox()
-        router.add(middleware: RequestJournalMiddleware(journal: context.journal, prefix: "/__admin", subject: Self.subject))
+        router.add(middleware: RequestJournalMiddleware(journal: context.journal, prefix: "/__admin", subject: Self.subject, study: Self.study))
         router.add(middleware: RequestMetricsMiddleware(metrics: context.metrics))
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: context.logger))
         router.add(middleware: ControlPlaneGuard(prefix: "/__admin", token: context.configuration.adminToken, bound: context.bound))
@@ -63,6 +63,14 @@ public struct MockServer: Sendable {
         context.metrics.addRoute(to: router)
         routes.set(RouteTable(router))
         return router
+    }
+
+    /// The study an admin path names (`/__admin/studies/{study_id}...`).
+    static func study(_ path: String) -> String? {
+        let prefix = "/__admin/studies/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let id = path.dropFirst(prefix.count).prefix { $0 != "/" }
+        return id.isEmpty ? nil : String(id)
     }
 
     /// The participant an admin path names (`/__admin/participants/{patient_id}...`); mobile routes name theirs once the

@@ -136,7 +136,7 @@ public struct PushRelayServer: Sendable {
         ProviderRoutes(hub: hub, configuration: configuration, auth: apnsAuth).add(to: router)
         FCMRoutes(hub: hub, configuration: configuration, auth: fcmAuth).add(to: router)
         DeviceRoutes(hub: hub, configuration: configuration).add(to: router)
-        ControlRoutes(hub: hub, fcmAuth: fcmAuth, apnsAuth: apnsAuth, bound: bound, caPEM: tls?.caPEM).add(to: router)
+        ControlRoutes(hub: hub, fcmAuth: fcmAuth, apnsAuth: apnsAuth, bound: bound, caPEM: tls?.caPEM, journal: journal).add(to: router)
         ReferenceRoutes.add(to: router, prefix: "/__control", document: PackageResources.openapi_json, journal: journal)
         metrics.addRoute(to: router)
         routes.set(RouteTable(RouteTable(router).routes + Self.connectionRoutes))

@@ -16,13 +16,17 @@ public enum JournalWire {
         public var participant: String?
         /// The device token the request named, if any.
         public var token: String?
+        /// The study the request concerned (mock server), when it names one or its participant's.
+        public var study: String?
 
         enum CodingKeys: String, CodingKey {
-            case at, method, path, status, durationMs = "duration_ms", participant, token
+            case at, method, path, status, durationMs = "duration_ms", participant, token, study
         }
 
         /// Creates the value from its fields.
-        public init(at: String, method: String, path: String, status: Int, durationMs: Double, participant: String? = nil, token: String? = nil) {
+        public init(at: String, method: String, path: String, status: Int, durationMs: Double, participant: String? = nil, token: String? = nil,
+                    study: String? = nil) {
+            self.study = study
             self.at = at
             self.method = method
             self.path = path

@@ -91,13 +91,14 @@ public struct AdminClient: Sendable {
     public func deleteSurvey(_ id: String) async throws { _ = try await api.call("DELETE", "/__admin/surveys/\(id)") }
 
     /// `GET /__admin/studies/{id}/occurrences`: pending occurrences (every status with `all`), of one participant when given.
-    public func occurrences(study: String, patient: String? = nil, all: Bool = false) async throws -> [AdminWire.Occurrence] {
+    public func occurrences(study: String, patient: String? = nil, all: Bool = false, wait: ListingWait? = nil) async throws -> [AdminWire.Occurrence] {
         try await api.get([AdminWire.Occurrence].self,
-                          "/__admin/studies/\(study)/occurrences" + JSONAPI.query([("patient_id", patient), ("status", all ? "all" : nil)]))
+                          "/__admin/studies/\(study)/occurrences" + JSONAPI.query([("patient_id", patient), ("status", all ? "all" : nil)] + ListingWait.items(wait)))
     }
     /// `GET /__admin/studies/{id}/pushes`: the send log, of one participant when given.
-    public func pushes(study: String, patient: String? = nil) async throws -> [AdminWire.PushLogEntry] {
-        try await api.get([AdminWire.PushLogEntry].self, "/__admin/studies/\(study)/pushes" + JSONAPI.query([("patient_id", patient)]))
+    /// With `wait`, answered once that many pushes are logged (or when its time is up, with what there is).
+    public func pushes(study: String, patient: String? = nil, wait: ListingWait? = nil) async throws -> [AdminWire.PushLogEntry] {
+        try await api.get([AdminWire.PushLogEntry].self, "/__admin/studies/\(study)/pushes" + JSONAPI.query([("patient_id", patient)] + ListingWait.items(wait)))
     }
     /// One push of the send log, by uuid.
     public func push(_ uuid: String) async throws -> AdminWire.PushLogEntry {
@@ -105,9 +106,10 @@ public struct AdminClient: Sendable {
     }
 
     /// The request journal, newest first.
-    public func requests(path: String? = nil, limit: Int = 1000) async throws -> [JournalWire.Entry] {
-        var query = "?limit=\(limit)"
-        if let path { query += "&path=" + (path.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? path) }
+    public func requests(path: String? = nil, limit: Int = 1000, participant: String? = nil, study: String? = nil, since: String? = nil,
+                         wait: ListingWait? = nil) async throws -> [JournalWire.Entry] {
+        let query = JSONAPI.query([("limit", String(limit)), ("path", path), ("participant", participant), ("study", study), ("since", since)]
+                                  + ListingWait.items(wait))
         return try await api.get(JournalWire.Listing.self, "/__admin/requests" + query).requests
     }
 
@@ -124,12 +126,13 @@ public struct AdminClient: Sendable {
         try await api.get(AdminWire.Features.self, "/features/\(app)" + JSONAPI.query([("client_id", clientID)]))
     }
     /// `GET /__admin/studies/{id}/submissions`: decrypted answers, of one participant when given.
-    public func submissions(study: String, patient: String? = nil) async throws -> [AdminWire.Submission] {
-        try await api.get([AdminWire.Submission].self, "/__admin/studies/\(study)/submissions" + JSONAPI.query([("patient_id", patient)]))
+    public func submissions(study: String, patient: String? = nil, wait: ListingWait? = nil) async throws -> [AdminWire.Submission] {
+        try await api.get([AdminWire.Submission].self, "/__admin/studies/\(study)/submissions" + JSONAPI.query([("patient_id", patient)] + ListingWait.items(wait)))
     }
     /// `GET /__admin/telemetry`: stored pings, newest last, filtered by client, ping name and time when given.
-    public func telemetry(clientID: String? = nil, ping: String? = nil, since: String? = nil) async throws -> [AdminWire.StoredPing] {
-        try await api.get([AdminWire.StoredPing].self, "/__admin/telemetry" + JSONAPI.query([("client_id", clientID), ("ping", ping), ("since", since)]))
+    public func telemetry(clientID: String? = nil, ping: String? = nil, since: String? = nil, wait: ListingWait? = nil) async throws -> [AdminWire.StoredPing] {
+        try await api.get([AdminWire.StoredPing].self,
+                          "/__admin/telemetry" + JSONAPI.query([("client_id", clientID), ("ping", ping), ("since", since)] + ListingWait.items(wait)))
     }
 
     /// Missing `ping_info.seq` numbers per client and ping name.
@@ -170,8 +173,9 @@ public struct RelayControlClient: Sendable {
         _ = try await api.call("PUT", "/__control/devices/\(token)", body: Body(reachable: reachable))
     }
     /// `GET /__control/trace`: the relay's per-message trace entries, of one token when given.
-    public func trace(token: String? = nil) async throws -> [JSONValue] {
-        try await api.get([JSONValue].self, "/__control/trace" + JSONAPI.query([("token", token)]))
+    /// `event` keeps one kind (`acked`, `delivered`, ...); with `wait`, answered once that many entries match.
+    public func trace(token: String? = nil, event: String? = nil, wait: ListingWait? = nil) async throws -> [JSONValue] {
+        try await api.get([JSONValue].self, "/__control/trace" + JSONAPI.query([("token", token), ("event", event)] + ListingWait.items(wait)))
     }
     /// `POST /__control/reset`: clears the relay.
     public func reset() async throws { _ = try await api.call("POST", "/__control/reset") }
@@ -200,3 +204,24 @@ public struct RelayControlClient: Sendable {
     }
 }
 
+
+/// A listing's wait (PROTOCOL.md §8): the server answers once `minCount` items match, or when `within` is over with
+/// what there is. A test waits for what it expects instead of sleeping.
+public struct ListingWait: Sendable {
+    /// The items that end the wait.
+    public var minCount: Int
+    /// The longest wait (at most 60 s).
+    public var within: Duration
+
+    /// Waits for `minCount` items, at most `within`.
+    public init(minCount: Int = 1, within: Duration = .seconds(10)) {
+        self.minCount = minCount
+        self.within = within
+    }
+
+    static func items(_ wait: ListingWait?) -> [(String, String?)] {
+        guard let wait else { return [] }
+        let millis = wait.within.components.seconds * 1000 + wait.within.components.attoseconds / 1_000_000_000_000_000
+        return [("wait", "\(millis)ms"), ("min_count", String(wait.minCount))]
+    }
+}

@@ -111,9 +111,20 @@ COMMON_SCHEMAS = {
                                required=["code", "message"])}, required=["error"],
                  description="Every refusal of the trio's own routes (unknown path 404, wrong method 405 with Allow, 413, 414, 415, 431, ...)."),
     "JournalEntry": obj({"at": TIME, "method": S, "path": S, "status": I, "duration_ms": N,
-                         "participant": S, "token": S}, required=["at", "method", "path", "status", "duration_ms"]),
+                         "participant": S, "token": S, "study": S},
+                         required=["at", "method", "path", "status", "duration_ms"]),
     "Journal": obj({"requests": arr(ref("JournalEntry"))}, required=["requests"]),
 }
+
+
+def wait_params():
+    """`wait` and `min_count`, which every listing takes (PROTOCOL.md §8)."""
+    return [query("wait", {"type": "string", "pattern": "^[0-9.]+(ms|s|m)?$"},
+                  "wait up to this long (500ms, 5s, 1m; at most 60s) for `min_count` items; then answer with what there is"),
+            query("min_count", {"type": "integer", "minimum": 1, "maximum": 100000}, "the items that end a wait (default 1)")]
+
+
+LISTING_NOTE = "An unknown query parameter is refused (400 `unknown_parameter`)."
 
 
 def journal_paths(prefix, tag):
@@ -123,8 +134,12 @@ def journal_paths(prefix, tag):
                       {**ok(ref("Journal")), **errors()},
                       params=[query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "at most this many (default 100)"),
                               query("path", S, "only paths starting with this"),
-                              query("status", {"type": "integer", "minimum": 100, "maximum": 599}, "only this status")],
-                      tags=[tag]),
+                              query("status", {"type": "integer", "minimum": 100, "maximum": 599}, "only this status"),
+                              query("participant", S, "only requests about this participant"),
+                              query("token", S, "only requests naming this device token"),
+                              query("study", S, "only requests about this study (mock server)"),
+                              query("since", TIME_IN, "only requests at or after this time"), *wait_params()],
+                      tags=[tag], description=LISTING_NOTE),
             "delete": op("Clears the journal", {**empty(), **errors()}, tags=[tag]),
         },
         f"{prefix}/openapi.json": {
@@ -138,9 +153,111 @@ def metrics_path():
                                    tags=["metrics"])}}
 
 
+# Every operation's operationId (generated clients name their functions after it). A new route without one fails the
+# generator.
+OPERATION_IDS = {
+    # mock-server: admin
+    ("put", "/__admin/faults"): "set_faults",
+    ("get", "/__admin/features/{app_id}"): "get_feature_settings",
+    ("put", "/__admin/features/{app_id}/{feature_id}"): "set_feature",
+    ("delete", "/__admin/features/{app_id}/{feature_id}"): "delete_feature",
+    ("get", "/__admin/health"): "admin_health",
+    ("get", "/__admin/info"): "server_info",
+    ("get", "/__admin/openapi.json"): "admin_openapi_document",
+    ("get", "/__admin/participants/{patient_id}"): "get_participant",
+    ("post", "/__admin/participants/{patient_id}/interventions"): "set_participant_intervention",
+    ("get", "/__admin/pushes/{push_uuid}"): "get_push",
+    ("get", "/__admin/requests"): "list_server_requests",
+    ("delete", "/__admin/requests"): "clear_server_requests",
+    ("post", "/__admin/reset"): "reset_server",
+    ("post", "/__admin/studies"): "create_study",
+    ("get", "/__admin/studies/{study_id}"): "get_study",
+    ("get", "/__admin/studies/{study_id}/clock"): "get_study_clock",
+    ("post", "/__admin/studies/{study_id}/clock"): "move_study_clock",
+    ("post", "/__admin/studies/{study_id}/interventions"): "add_study_intervention",
+    ("get", "/__admin/studies/{study_id}/occurrences"): "list_occurrences",
+    ("post", "/__admin/studies/{study_id}/participants"): "create_participants",
+    ("get", "/__admin/studies/{study_id}/pushes"): "list_pushes",
+    ("get", "/__admin/studies/{study_id}/stats"): "get_study_stats",
+    ("get", "/__admin/studies/{study_id}/submissions"): "list_submissions",
+    ("post", "/__admin/studies/{study_id}/surveys"): "create_survey",
+    ("get", "/__admin/surveys/{survey_id}"): "get_survey",
+    ("put", "/__admin/surveys/{survey_id}"): "replace_survey",
+    ("delete", "/__admin/surveys/{survey_id}"): "delete_survey",
+    ("get", "/__admin/telemetry"): "list_telemetry",
+    ("get", "/__admin/telemetry/gaps"): "list_telemetry_gaps",
+    # mock-server: mobile API (Beiwe's), telemetry and features
+    ("post", "/confirm_notifications"): "confirm_notifications",
+    ("post", "/confirm_notifications/ios"): "confirm_notifications_ios",
+    ("post", "/download_survey"): "download_survey",
+    ("post", "/download_survey/ios"): "download_survey_ios",
+    ("post", "/download_surveys"): "download_surveys",
+    ("post", "/download_surveys/ios"): "download_surveys_ios",
+    ("get", "/features/{app_id}"): "get_features",
+    ("post", "/get_latest_device_settings"): "get_latest_device_settings",
+    ("post", "/get_latest_device_settings/ios"): "get_latest_device_settings_ios",
+    ("post", "/mobile-heartbeat"): "mobile_heartbeat",
+    ("post", "/mobile-heartbeat/ios"): "mobile_heartbeat_ios",
+    ("post", "/register_user"): "register_user",
+    ("post", "/register_user/ios"): "register_user_ios",
+    ("post", "/set_fcm_token"): "set_fcm_token",
+    ("post", "/set_fcm_token/ios"): "set_fcm_token_ios",
+    ("post", "/submit/{app_id}/{ping}/{schema}/{document_id}"): "submit_ping",
+    ("post", "/upload"): "upload",
+    ("post", "/upload/ios"): "upload_ios",
+    # push-relay
+    ("post", "/3/device"): "apns_send_without_token",
+    ("post", "/3/device/{token}"): "apns_send",
+    ("put", "/__control/apns/keys/{kid}"): "set_apns_key",
+    ("post", "/__control/clock"): "advance_relay_clock",
+    ("get", "/__control/devices/{token}"): "get_device",
+    ("put", "/__control/devices/{token}"): "set_device_reachability",
+    ("put", "/__control/faults"): "set_relay_faults",
+    ("get", "/__control/fcm/service-account.json"): "make_service_account",
+    ("get", "/__control/health"): "relay_health",
+    ("get", "/__control/openapi.json"): "control_openapi_document",
+    ("get", "/__control/requests"): "list_relay_requests",
+    ("delete", "/__control/requests"): "clear_relay_requests",
+    ("post", "/__control/reset"): "reset_relay",
+    ("get", "/__control/stats"): "relay_stats",
+    ("get", "/__control/tls/ca.pem"): "get_tls_ca",
+    ("get", "/__control/trace"): "list_trace",
+    ("post", "/iid/v1:batchAdd"): "iid_batch_add",
+    ("post", "/iid/v1:batchRemove"): "iid_batch_remove",
+    ("post", "/token"): "oauth2_token",
+    ("post", "/v1/devices"): "register_device",
+    ("delete", "/v1/devices/{token}"): "unregister_device",
+    ("post", "/v1/devices/{token}/ack"): "ack_messages",
+    ("post", "/v1/devices/{token}/rotate"): "rotate_token",
+    ("get", "/v1/devices/{token}/stream"): "device_stream",
+    ("post", "/v1/projects/{project}/messages:send"): "fcm_send",
+    ("post", "/v1/projects/{project}/registrations/{token}/topicSubscriptions"): "subscribe_topic",
+    ("delete", "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}"): "unsubscribe_topic",
+}
+
+
+def name_operations(title, paths):
+    """Sets each operation's operationId (`/metrics` is the server's name plus `_metrics`)."""
+    missing = []
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if method not in ("get", "put", "post", "delete", "patch"):
+                continue
+            name = OPERATION_IDS.get((method, path))
+            if path == "/metrics":
+                name = title.replace("-", "_") + "_metrics"
+            if name is None:
+                missing.append(f"{method.upper()} {path}")
+            else:
+                operation["operationId"] = name
+    if missing:
+        sys.exit("no operationId for: " + ", ".join(missing) + " (add them to OPERATION_IDS)")
+
+
 def document(title, description, paths, schemas):
     """A server's OpenAPI document: its paths plus /metrics, sorted, with its schemas."""
     paths = {**paths, **metrics_path()}
+    name_operations(title, paths)
     return {
         "openapi": "3.1.0",
         "info": {"title": title, "version": VERSION, "description": description},
@@ -166,27 +283,35 @@ upload_data_files_frequency_seconds use_anonymized_hashing use_gps_fuzzing voice
 wifi_log_frequency_seconds
 """.split())
 
+HOUR = {"type": "integer", "minimum": 0, "maximum": 23}
+MINUTE = {"type": "integer", "minimum": 0, "maximum": 59}
+# Each variant is a named component: generated clients (openapi-python-client) drop inline object variants of oneOf.
+SCHEDULE_SCHEMAS = {
+    "RelativeDay": obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False,
+                       description="a day counted from the participant's registration"),
+    "WeeklySchedule": obj({"type": {"const": "weekly"}, "day_of_week": {"type": "integer", "minimum": 0, "maximum": 6},
+                           "hour": HOUR, "minute": MINUTE,
+                           "from": {"oneOf": [{"type": "null"}, DATE_LIMITED, ref("RelativeDay")]},
+                           "until": {"oneOf": [{"type": "null"}, DATE_LIMITED, ref("RelativeDay")]}},
+                          ["type", "day_of_week", "hour", "minute"], extra=False),
+    "AbsoluteSchedule": obj({"type": {"const": "absolute"}, "date": DATE_LIMITED, "hour": HOUR, "minute": MINUTE},
+                            ["type", "date", "hour", "minute"], extra=False),
+    "InterventionAnchor": obj({"intervention": S}, ["intervention"], extra=False),
+    "RelativeSchedule": obj({"type": {"const": "relative"}, "days_after": {"type": "integer", "minimum": 0, "maximum": 3650},
+                             "hour": HOUR, "minute": MINUTE,
+                             "anchor": {"oneOf": [{"const": "registration"}, ref("InterventionAnchor")],
+                                        "description": "default: registration"}},
+                            ["type", "days_after", "hour", "minute"], extra=False),
+}
+
 SCHEDULE = {
-    "oneOf": [
-        obj({"type": {"const": "weekly"}, "day_of_week": {"type": "integer", "minimum": 0, "maximum": 6},
-             "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59},
-             "from": {"oneOf": [{"type": "null"}, DATE_LIMITED, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]},
-             "until": {"oneOf": [{"type": "null"}, DATE_LIMITED, obj({"day": {"type": "integer", "minimum": 0, "maximum": 3650}}, ["day"], extra=False)]}},
-            ["type", "day_of_week", "hour", "minute"], extra=False),
-        obj({"type": {"const": "absolute"}, "date": DATE_LIMITED,
-             "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59}},
-            ["type", "date", "hour", "minute"], extra=False),
-        obj({"type": {"const": "relative"}, "days_after": {"type": "integer", "minimum": 0, "maximum": 3650},
-             "hour": {"type": "integer", "minimum": 0, "maximum": 23}, "minute": {"type": "integer", "minimum": 0, "maximum": 59},
-             "anchor": {"oneOf": [{"const": "registration"}, obj({"intervention": S}, ["intervention"], extra=False)],
-                        "description": "default: registration"}},
-            ["type", "days_after", "hour", "minute"], extra=False),
-    ],
+    "oneOf": [ref("WeeklySchedule"), ref("AbsoluteSchedule"), ref("RelativeSchedule")],
     "description": "Local wall-clock times of the participant; day_of_week 0 = Sunday.",
 }
 
 MOCK_SCHEMAS = {
     **COMMON_SCHEMAS,
+    **SCHEDULE_SCHEMAS,
     "Health": obj({"status": {"const": "ok"}}, ["status"]),
     "Info": obj({"service": S, "version": S, "pid": I, "url": S, "store": S, "kdf_iterations": I, "relay_url": NULLABLE_S,
                  "relay_urls": arr(S)},
@@ -374,16 +499,20 @@ def mock_server_document():
         },
         f"{admin}/studies/{{study_id}}/occurrences": {"get": op("Pending occurrences (`status=all`: every one)",
                                                                 {**ok(arr(ref("Occurrence"))), **errors()},
-                                                                params=[study, query("patient_id"), query("status", {"enum": ["all", "pending"]})],
-                                                                tags=["admin"])},
+                                                                params=[study, query("patient_id"), query("status", {"enum": ["all", "pending"]}),
+                                                                        *wait_params()],
+                                                                tags=["admin"], description=LISTING_NOTE)},
         f"{admin}/studies/{{study_id}}/pushes": {"get": op("The push send log", {**ok(arr(ref("PushLogEntry"))), **errors()},
-                                                           params=[study, query("patient_id")], tags=["admin"])},
+                                                           params=[study, query("patient_id"), *wait_params()], tags=["admin"],
+                                                           description=LISTING_NOTE)},
         f"{admin}/pushes/{{push_uuid}}": {"get": op("One push of the send log, by its uuid", {**ok(ref("PushLogEntry")), **errors()},
                                                     params=[path_param("push_uuid")], tags=["admin"])},
         f"{admin}/studies/{{study_id}}/submissions": {"get": op("Decrypted survey answers", {**ok(arr(ref("Submission"))), **errors()},
-                                                                params=[study, query("patient_id")], tags=["admin"])},
+                                                                params=[study, query("patient_id"), *wait_params()], tags=["admin"],
+                                                                description=LISTING_NOTE)},
         f"{admin}/telemetry": {"get": op("Stored pings, oldest first", {**ok(arr(ref("StoredPing"))), **errors()},
-                                         params=[query("client_id"), query("ping"), query("since", TIME_IN)], tags=["admin"])},
+                                         params=[query("client_id"), query("ping"), query("since", TIME_IN), *wait_params()], tags=["admin"],
+                                         description=LISTING_NOTE)},
         f"{admin}/telemetry/gaps": {"get": op("Missing ping sequence numbers per client and ping", {**ok(arr(ref("SeqGaps"))), **errors()},
                                               params=[query("client_id")], tags=["admin"])},
         f"{admin}/studies/{{study_id}}/clock": {
@@ -418,6 +547,11 @@ def mock_server_document():
 # MARK: push-relay
 
 RELAY_SCHEMAS = {
+    "TraceEntry": obj({"message_id": S, "token": S,
+                       "event": {"enum": ["accepted", "stored", "delivered", "acked", "expired", "dropped"]},
+                       "at": {"type": "integer", "description": "milliseconds since 1970 on the relay's clock"},
+                       "detail": NULLABLE_S},
+                      ["message_id", "token", "event", "at"], description="One milestone of one message"),
     **COMMON_SCHEMAS,
     "Health": obj({"status": {"const": "ok"}, "version": S, "node_id": {"type": "string", "pattern": "^(0|[1-9][0-9]{0,3})$",
                                                                               "description": "push-relay --node-id (0-4095), as a string"}},
@@ -554,7 +688,10 @@ def relay_document():
         },
         "/__control/faults": {"put": op("Sets delivery faults", {**empty(), **errors()}, body=json_body(ref("Faults")), tags=["control"])},
         "/__control/trace": {"get": op("Per message: accepted, stored, delivered, acked, expired, dropped, with times",
-                                       {**ok(arr({"type": "object"})), **errors()}, params=[query("token")], tags=["control"])},
+                                       {**ok(arr(ref("TraceEntry"))), **errors()},
+                                       params=[query("token"), query("event", S, "only this kind of entry (`acked`, `delivered`, ...)"),
+                                               *wait_params()],
+                                       tags=["control"], description=LISTING_NOTE)},
         "/__control/clock": {"post": op("Advances the relay clock (TTL expiry)", {**ok(ref("ClockNow")), **errors()},
                                         body=json_body(ref("ClockAdvance")), tags=["control"])},
         "/__control/reset": {"post": op("Forgets every device and message", {**empty(), **errors()}, tags=["control"])},

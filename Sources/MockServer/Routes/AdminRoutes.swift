@@ -272,20 +272,27 @@ struct AdminRoutes: Sendable {
 
     // MARK: What happened
 
-    /// `?patient_id=`, after checking the study exists.
-    func patientFilter(_ request: Request, _ studyID: String) async throws -> String? {
+    /// A listing's query (its own parameters, `wait` and `min_count`; others refused), after checking the study exists.
+    func listing(_ request: Request, _ studyID: String, allowed: Set<String> = ["patient_id"]) async throws -> ListingQuery {
+        let query = try ListingQuery(request, allowed: allowed)
         _ = try await study(studyID)
-        return request.uri.queryParameters["patient_id"].map(String.init)
+        return query
+    }
+
+    /// The listing once `query`'s `min_count` items are there or its `wait` ends (PROTOCOL.md §8). Something answered
+    /// by either API moves the journal; the scheduler's pushes are seen by the recheck.
+    func answer<Item: Encodable>(_ query: ListingQuery, _ fetch: () async throws -> [Item]) async throws -> Response {
+        JSONResponse.make(try await query.answer(changes: context.journal.changes, fetch))
     }
 
     func occurrences(_ request: Request, _ studyID: String) async throws -> Response {
-        let status = request.uri.queryParameters["status"].map(String.init)
+        let query = try await listing(request, studyID, allowed: ["patient_id", "status"])
+        let status = query["status"]
         guard status == nil || status == "all" || status == "pending" else {
             throw MockServerError.badField("status", "status must be \"pending\" (the default) or \"all\"")
         }
         let all = status == "all"
-        let rows = try await store.occurrences(studyID: studyID, patientID: try await patientFilter(request, studyID), all: all)
-        return JSONResponse.make(rows.map(\.view))
+        return try await answer(query) { try await store.occurrences(studyID: studyID, patientID: query["patient_id"], all: all).map(\.view) }
     }
 
     /// One push of the send log, by its uuid (whatever the study).
@@ -299,18 +306,22 @@ struct AdminRoutes: Sendable {
     }
 
     func pushes(_ request: Request, _ studyID: String) async throws -> Response {
-        let rows = try await store.pushes(studyID: studyID, patientID: try await patientFilter(request, studyID))
-        // Receipts the devices reported (`notification_uuids`), per participant.
-        let confirmed = try await store.notificationReceipts(studyID: studyID)
-        return JSONResponse.make(rows.map { record in
-            var view = record.view
-            view.confirmedUUIDs = view.scheduleUUIDs.filter { confirmed.contains(record.patientId + " " + $0.lowercased()) }
-            return view
-        })
+        let query = try await listing(request, studyID)
+        return try await answer(query) {
+            let rows = try await store.pushes(studyID: studyID, patientID: query["patient_id"])
+            // Receipts the devices reported (`notification_uuids`), per participant.
+            let confirmed = try await store.notificationReceipts(studyID: studyID)
+            return rows.map { record in
+                var view = record.view
+                view.confirmedUUIDs = view.scheduleUUIDs.filter { confirmed.contains(record.patientId + " " + $0.lowercased()) }
+                return view
+            }
+        }
     }
 
     func submissions(_ request: Request, _ studyID: String) async throws -> Response {
-        JSONResponse.make(try await store.submissions(studyID: studyID, patientID: try await patientFilter(request, studyID)).map(\.view))
+        let query = try await listing(request, studyID)
+        return try await answer(query) { try await store.submissions(studyID: studyID, patientID: query["patient_id"]).map(\.view) }
     }
 
     /// Per client and ping name: the `ping_info.seq` values stored and the ones missing below the highest
@@ -318,7 +329,7 @@ struct AdminRoutes: Sendable {
     /// stored before ingestion checked them is skipped), and `missing` lists at most ``SeqGaps/missingListLimit``
     /// numbers, with `missing_count` giving them all: the report is linear in the rows stored, whatever they hold.
     func telemetryGaps(_ request: Request) async throws -> Response {
-        let client = request.uri.queryParameters["client_id"].map(String.init)
+        let client = try ListingQuery(request, allowed: ["client_id"])["client_id"]
         let range = WireLimits.pingSeq
         let rows = try await store.pingSequences(clientID: client, range: range)
         var report: [AdminWire.SeqGaps] = []
@@ -337,14 +348,11 @@ struct AdminRoutes: Sendable {
     }
 
     func telemetry(_ request: Request) async throws -> Response {
-        let q = request.uri.queryParameters
-        let client = q["client_id"].map(String.init)
-        let ping = q["ping"].map(String.init)
-        let sinceText = q["since"].map(String.init)
+        let query = try ListingQuery(request, allowed: ["client_id", "ping", "since"])
+        let sinceText = query["since"]
         let since = sinceText.flatMap { WireTime.parse($0)?.timeIntervalSince1970 }
         if sinceText != nil, since == nil { throw MockServerError.badField("since", "since must be an RFC 3339 time") }
-        let rows = try await store.pings(clientID: client, ping: ping, since: since)
-        return JSONResponse.make(rows.map(\.view))
+        return try await answer(query) { try await store.pings(clientID: query["client_id"], ping: query["ping"], since: since).map(\.view) }
     }
 
     // MARK: Clock

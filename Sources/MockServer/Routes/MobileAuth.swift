@@ -57,6 +57,7 @@ struct MobileAuth: Sendable {
             if let decoyRecord { _ = try check(password, decoyRecord) }
             throw Self.denied(form)
         }
+        RequestJournal.current?.study = study.id
         let t = now().timeIntervalSince1970
         if let wait = throttle?.retryAfter(participant.patientId, now: t) {
             var error = APIError(.tooManyRequests, code: "too_many_failed_logins",

@@ -13,6 +13,8 @@ struct ControlRoutes {
     let bound: BoundAddress
     /// The CA of the TLS port's certificate, when the relay made it.
     let caPEM: String?
+    /// The request journal, whose changes wake a waiting trace listing.
+    let journal: RequestJournal
 
     /// `PUT /__control/apns/keys/{kid}`: an APNs signing key's PEM (public, or the `.p8` private key).
     struct APNsKey: Codable { var publicKey: String; enum CodingKeys: String, CodingKey { case publicKey = "public_key" } }
@@ -90,8 +92,15 @@ struct ControlRoutes {
             return JSONResponse.empty(.noContent)
         }
         router.get("/__control/trace") { request, _ -> Response in
-            let token = request.uri.queryParameters["token"].map(String.init)
-            return JSONResponse.make(await hub.traceEntries(token: token))
+            // `wait`/`min_count` (PROTOCOL.md §8): deliveries happen on streams, acks and sends are requests; both are
+            // seen (the journal's changes wake the wait, the recheck sees the rest).
+            let query = try ListingQuery(request, allowed: ["token", "event"])
+            let token = query["token"], event = query["event"]
+            let entries = try await query.answer(changes: journal.changes) {
+                let all = await hub.traceEntries(token: token)
+                return event.map { name in all.filter { $0.event == name } } ?? all
+            }
+            return JSONResponse.make(entries)
         }
         router.post("/__control/clock") { request, _ -> Response in
             let body = try await request.decodeJSON(ClockAdvance.self)
