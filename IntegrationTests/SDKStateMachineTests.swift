@@ -1,5 +1,6 @@
 import ClientSDK
 import Foundation
+import Messaging
 import Scheduling
 import SurveyWire
 import Testing
@@ -185,6 +186,71 @@ extension Integration {
             var afterClose: SurveyClientError?
             do throws(SurveyClientError) { try await client.start() } catch { afterClose = error }
             #expect(afterClose?.kind == .closed)
+        }
+    }
+
+    /// `stop()` while `start()` is under way (issue 34): the start is cancelled and waited for, so nothing it would have
+    /// started (heartbeats, the stream) runs after `stop()` returns. It used to leave a client sending heartbeats with no
+    /// push stream.
+    @Test func aStopDuringStartLeavesNothingRunning() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            try await trio.admin.setFaults([.init(route: "/register_user", delayMs: .init(min: 800, max: 800), probability: 1)])
+            var configuration = clientConfiguration(trio, setup.credentials)
+            configuration.heartbeatInterval = .milliseconds(100)
+            let client = try SurveyClient(configuration: configuration)
+            let starting = Task { () -> SurveyClientError? in
+                do throws(SurveyClientError) { try await client.start(); return nil } catch { return error }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            await client.stop()
+            #expect(await starting.value?.code == "cancelled")
+            try await trio.admin.setFaults([])
+            let heartbeats = try await trio.admin.requests(path: "/mobile-heartbeat").count
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await trio.admin.requests(path: "/mobile-heartbeat").count == heartbeats)
+            if let token = await client.pushToken { #expect(try await !trio.control.device(token).connected) }
+            // It starts again afterwards.
+            try await client.start()
+            #expect(await client.isRegistered)
+            await client.close()
+        }
+    }
+
+    /// A client dropped while its token renewal keeps failing (the server refuses `/set_fcm_token`) is freed: the
+    /// renewal's backoff no longer holds it (issue 34), so its directory is free for the next client.
+    @Test func aClientDroppedDuringAFailingRenewalIsFreed() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let storage = temporaryDirectory("renewal")
+            var dropped: SurveyClient? = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, storage: storage))
+            try await dropped?.start()
+            let token = try #require(await dropped?.pushToken)
+            try await trio.admin.setFaults([.init(route: "/set_fcm_token", status: 503, probability: 1)])
+            // The relay forgets the token: the stream answers 410, and the renewal begins (and fails at the server).
+            _ = try await trio.http.send(TransportRequest(method: "DELETE", url: trio.relay.url + "/v1/devices/\(token)"))
+            #expect(try await eventually(.seconds(10)) { try await !trio.admin.requests(path: "/set_fcm_token", wait: nil).filter { $0.status == 503 }.isEmpty })
+            weak let gone = dropped
+            dropped = nil
+            #expect(try await eventually(.seconds(10)) { gone == nil })
+            let next = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, storage: storage))
+            await next.close()
+        }
+    }
+
+    /// Every throwing call after `close()` throws `closed` (the messaging calls answered, and saved nothing).
+    @Test func messagingAfterCloseThrowsClosed() async throws {
+        try await Trio.with { trio in
+            let setup = try await StudySetup.make(trio)
+            let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
+            await client.close()
+            let context = TargetingContext(appName: "Firefox", locale: "en-US", installationDate: Date())
+            var codes: [String] = []
+            do throws(SurveyClientError) { _ = try await client.nextMessage(for: "microsurvey", context: context) } catch { codes.append(error.code) }
+            do throws(SurveyClientError) { _ = try await client.messagingRecipe() } catch { codes.append(error.code) }
+            do throws(SurveyClientError) { _ = try await client.refreshFeatures() } catch { codes.append(error.code) }
+            #expect(codes == ["closed", "closed", "closed"])
+            #expect(await client.recordBehavior("homepage_viewed") == false)
         }
     }
 

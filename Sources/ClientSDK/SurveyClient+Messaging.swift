@@ -22,6 +22,7 @@ extension SurveyClient {
     /// - Throws: `transport` or `features_failed`; the cached copy stays in use.
     @discardableResult
     public func refreshFeatures() async throws(SurveyClientError) -> AdminWire.Features {
+        guard !isClosed else { throw .closed }
         guard let endpoint = configuration.featuresURL else {
             throw SurveyClientError(code: "features_unavailable", message: "no featuresURL is configured; the cached copy or the defaults serve")
         }
@@ -67,6 +68,8 @@ extension SurveyClient {
     /// - Returns: false when the event was ignored as a repeat.
     @discardableResult
     public func recordBehavior(_ eventID: String, count: UInt64 = 1, viewID: String? = nil) -> Bool {
+        // After `close()` nothing is recorded (the directory is no longer this client's).
+        guard !isClosed else { return false }
         var store = eventStore
         let counted = store.record(eventID, count: count, viewID: viewID, at: now())
         cachedEventStore = store
@@ -93,6 +96,7 @@ extension SurveyClient {
     /// by default), validated. Each malformed message is reported once (`messaging.malformed`).
     public func messagingRecipe(defaults: JSONValue = FirefoxMessagingDefaults.feature,
                                 knownEvents: Set<String>? = FirefoxMessagingDefaults.eventIDs) throws(SurveyClientError) -> MessagingRecipe {
+        guard !isClosed else { throw .closed }
         let recipe: MessagingRecipe
         do throws(MessagingError) {
             recipe = try MessagingRecipe(feature: featureValue("messaging", defaults: defaults), knownEvents: knownEvents)
@@ -114,6 +118,7 @@ extension SurveyClient {
     /// The message to show on `surface` now, given the app's targeting `context`, or nil. Control messages met on the
     /// way are counted and their exposure recorded.
     public func nextMessage(for surface: String, context: TargetingContext, recipe given: MessagingRecipe? = nil) throws(SurveyClientError) -> MessageSelection {
+        guard !isClosed else { throw .closed }
         let recipe: MessagingRecipe
         if let given { recipe = given } else { recipe = try messagingRecipe() }
         let helper = TargetingHelper(context: context.attributes(now: now()), events: eventStore, now: now())
@@ -142,6 +147,7 @@ extension SurveyClient {
     /// `messaging.clicked` with the `action_uuid`. Nil URL when the message has no action.
     @discardableResult
     public func messageClicked(_ message: Message, context: TargetingContext, scheme: String = "firefox") throws(SurveyClientError) -> ActionURL.Built? {
+        guard !isClosed else { throw .closed }
         var built: ActionURL.Built?
         if let action = message.action, !message.isControl {
             do throws(MessagingError) {
@@ -181,6 +187,7 @@ extension SurveyClient {
     /// - Returns: the flow after the input, and URLs the app should open (the privacy notice).
     /// - Throws: `invalid_transition` for an input the survey cannot take now (submit without an option, ...).
     public func microsurvey(_ flow: MicrosurveyFlow, _ input: MicrosurveyFlow.Input, message: Message) throws(SurveyClientError) -> (MicrosurveyFlow, [String]) {
+        guard !isClosed else { throw .closed }
         var flow = flow
         let effects: [MicrosurveyFlow.Effect]
         do throws(MessagingError) {

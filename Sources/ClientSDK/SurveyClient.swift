@@ -183,27 +183,38 @@ public actor SurveyClient {
         switch configuration.pushSource {
         case .relay:
             if state.relayToken == nil { try await obtainToken() }
+            try Self.checkNotCancelled()
             startStream()
         case .external, .none:
             // Pushes handed over by the app (or none): their fetch retries run here rather than on a stream.
             startIntakeRetries()
         }
         if !state.registered { try await register() }
+        try Self.checkNotCancelled()
         // A token the server does not hold yet (a rotation during registration, a crash after saving a new token):
         // tell it now; if that fails, the retry loop keeps at it.
         var retryNeeded = false
         do { try await announceTokenIfNeeded() } catch { retryNeeded = true }
+        try Self.checkNotCancelled()
         if await !retryUploads() || retryNeeded { scheduleUploadRetry() }
         await retryPings()
         if state.scheduling == "device" {
             _ = try? await checkForSurveys()
+            try Self.checkNotCancelled()
             startLocalSchedule()
         }
+        try Self.checkNotCancelled()
         startHeartbeat()
         await confirmReceipts()
         // Feature values for messaging (best effort: the cached copy, or the app's defaults, serve offline).
         _ = try? await refreshFeatures()
+        try Self.checkNotCancelled()
         await beginSession(startup: true)
+    }
+
+    /// A start that `stop()` or `close()` cancelled starts nothing more (what it started, they end).
+    private static func checkNotCancelled() throws(SurveyClientError) {
+        if Task.isCancelled { throw .cancelled }
     }
 
     /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
@@ -242,6 +253,12 @@ public actor SurveyClient {
     /// started again.
     public func stop() async {
         guard !lifecycle.isClosed else { return }
+        // A start under way is cancelled and waited for first (its caller gets `cancelled`): otherwise it went on to
+        // start the heartbeat and the stream after this stop had ended the background work.
+        if let starting = startTask {
+            starting.cancel()
+            _ = await starting.result
+        }
         await stopBackground()
         lifecycle.stopped()
         await endSession()
@@ -356,29 +373,35 @@ public actor SurveyClient {
 
     // MARK: Relay
 
-    /// A new relay token after the old one stopped working, announced with `/set_fcm_token`; retried with backoff
-    /// until both succeed or the client stops.
-    private func renewToken() async {
-        // Runs inside the old stream task, so `stop()` still cancels it. A new token is minted once; if telling the
-        // server fails, only that is retried (the token is saved, and `RelayLink` remembers the server lacks it).
-        var backoff = Backoff.outbox
-        var minted = false
-        while !Task.isCancelled {
-            do {
-                if !minted {
-                    try await obtainToken()
-                    minted = true
-                }
-                try await announceTokenIfNeeded()
-                guard !Task.isCancelled else { return }
-                streamTask = nil
-                startStream()
-                return
-            } catch {
-                if error.isCancellation { return }
-                logger.info("token renewal failed", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: backoff.failed())
+    /// What one attempt at renewing a rotated or deleted token came to.
+    enum RenewalOutcome: Sendable, Equatable {
+        /// A new stream runs on the new token (or the client is stopping): the old stream's task ends.
+        case done
+        /// Failed; try again after a backoff. `minted` tells whether the new token exists already (only telling the
+        /// server is left).
+        case failed(minted: Bool)
+    }
+
+    /// One attempt at renewing the token. Called from the old stream's task, which sleeps between attempts *without*
+    /// holding the client (a client dropped while the relay or the server is down is freed, and its directory
+    /// unlocked); `stop()` still cancels it. A new token is minted once; if telling the server fails, only that is
+    /// retried (the token is saved, and `RelayLink` remembers the server lacks it).
+    private func renewTokenAttempt(minted: Bool) async -> RenewalOutcome {
+        var minted = minted
+        do {
+            if !minted {
+                try await obtainToken()
+                minted = true
             }
+            try await announceTokenIfNeeded()
+            guard !Task.isCancelled else { return .done }
+            streamTask = nil
+            startStream()
+            return .done
+        } catch {
+            if error.isCancellation { return .done }
+            logger.info("token renewal failed", metadata: ["error": "\(error)"])
+            return .failed(minted: minted)
         }
     }
 
@@ -449,7 +472,15 @@ public actor SurveyClient {
                     } else if stream.status == 410 || stream.status == 404 {
                         // The token was rotated or deleted: get a new one, tell the server, stream on it.
                         await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(stream.status) for the stream", status: stream.status)))
-                        await self?.renewToken()
+                        var renewal = Backoff.outbox
+                        var minted = false
+                        while !Task.isCancelled {
+                            // The client is held for the attempt only, never across the sleep.
+                            guard let outcome = await self?.renewTokenAttempt(minted: minted) else { return }
+                            guard case .failed(let done) = outcome else { return }
+                            minted = done
+                            try? await Task.sleep(for: renewal.failed())
+                        }
                         return
                     } else {
                         wait = backoff.failed()

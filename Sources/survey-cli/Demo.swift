@@ -97,8 +97,8 @@ struct Demo: AsyncParsableCommand {
         let eventCount = pings.filter { $0.ping == "events" }.reduce(0) { $0 + ($1.body["events"]?.arrayValue?.count ?? 0) }
         let names = Set(pings.map(\.ping)).sorted().joined(separator: ", ")
         say("[7/9] telemetry ping \(document ?? "-") sent; server holds \(pings.count) ping(s) (\(names)) with \(eventCount) events")
-        await client.close()
         try await microsurvey(client)
+        await client.close()
         say("[9/9] demo complete")
     }
 
