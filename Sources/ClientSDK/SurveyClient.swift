@@ -325,7 +325,8 @@ public actor SurveyClient {
                 try await start()
             } catch {
                 await close()
-                return .failure(error)
+                // Cancelled while starting: the caller asked for the end, which is no failure.
+                return error.isCancellation ? .success(()) : .failure(error)
             }
             await withTaskCancellationHandler {
                 await closeRequest.wait()
