@@ -158,6 +158,20 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Many SDK devices in one process, over HTTP (`survey-cli devices serve`, PROTOCOL.md §8).
+        .target(
+            name: "DeviceHost",
+            dependencies: [
+                "ClientSDK", "SurveyWire", "Transport", "ServerSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // docs/openapi/survey-devices.json (linked), compiled in: served at /__devices/openapi.json.
+            resources: [.embedInCode("Resources/openapi.json")],
+            swiftSettings: swiftSettings
+        ),
+
         // Thin executables.
         .executableTarget(
             name: "mock-server",
@@ -180,7 +194,7 @@ let package = Package(
         .executableTarget(
             name: "survey-cli",
             dependencies: [
-                "ClientSDK", "TrioTesting", "SurveyWire", "Scheduling", "Messaging",
+                "ClientSDK", "TrioTesting", "SurveyWire", "Scheduling", "Messaging", "DeviceHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -231,7 +245,8 @@ let package = Package(
                                                          .product(name: "Crypto", package: "swift-crypto"),
                                                          .product(name: "_CryptoExtras", package: "swift-crypto")],
                     path: "Tests/PushRelayTests"),
-        .testTarget(name: "APIReferenceTests", dependencies: ["MockServer", "PushRelay", "ServerSupport",
+        .testTarget(name: "DeviceHostTests", dependencies: ["DeviceHost", "SurveyWire"], path: "Tests/DeviceHostTests"),
+        .testTarget(name: "APIReferenceTests", dependencies: ["MockServer", "PushRelay", "ServerSupport", "DeviceHost",
                                                               .product(name: "Logging", package: "swift-log")],
                     path: "Tests/APIReferenceTests"),
         .testTarget(name: "MockServerTests", dependencies: ["MockServer", "SurveyCrypto", "ServerSupport", "TrioTesting",

@@ -1,7 +1,7 @@
 /// The one line a server prints to stdout when it accepts connections (PROTOCOL.md §6):
 /// `READY {"service": "mock-server", "url": "http://127.0.0.1:PORT", "pid": N}`.
 public struct ReadyLine: Codable, Sendable, Equatable {
-    /// `mock-server`, `push-relay` or `survey-cli`.
+    /// `mock-server`, `push-relay`, `survey-cli` or `survey-devices`.
     public var service: String
     /// The bound base URL, such as `http://127.0.0.1:PORT`.
     public var url: String
@@ -15,14 +15,18 @@ public struct ReadyLine: Codable, Sendable, Equatable {
     public var pushRelays: [String]?
     /// The relay's TLS port (`https://127.0.0.1:P`: APNs over HTTP/2), unless `--tls-port none`.
     public var tlsURL: String?
+    /// The devices API (`survey-cli up`, PROTOCOL.md §8: `/__devices`).
+    public var devices: String?
 
     enum CodingKeys: String, CodingKey {
         case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays", tlsURL = "tls_url"
+        case devices
     }
 
     /// Creates the value from its fields.
     public init(service: String, url: String, pid: Int, mockServer: String? = nil, pushRelay: String? = nil, pushRelays: [String]? = nil,
-                tlsURL: String? = nil) {
+                tlsURL: String? = nil, devices: String? = nil) {
+        self.devices = devices
         self.pushRelays = pushRelays
         self.tlsURL = tlsURL
         self.service = service

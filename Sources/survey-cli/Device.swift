@@ -1,5 +1,6 @@
 import ArgumentParser
 import ClientSDK
+import DeviceHost
 import Foundation
 import Logging
 import SurveyWire
@@ -79,48 +80,12 @@ enum DeviceOutput {
     }
 
     /// The `event` name a client event is printed with.
-    static func name(of event: SurveyClientEvent) -> String {
-        switch event {
-        case .registered: "registered"
-        case .pushReceived: "push_received"
-        case .duplicateIgnored: "duplicate_ignored"
-        case .streamReconnecting: "stream_reconnecting"
-        case .surveyAvailable: "survey_available"
-        case .surveyWithdrawn: "survey_withdrawn"
-        case .submitted: "submitted"
-        case .telemetrySent: "telemetry_sent"
-        case .error: "error"
-        }
-    }
+    static func name(of event: SurveyClientEvent) -> String { DeviceEventLine.name(of: event) }
 
-    static func event(_ event: SurveyClientEvent) {
-        switch event {
-        case .registered(let study, let scheduling, let zone):
-            line(["event": "registered", "study_id": .string(study), "scheduling": .string(scheduling), "timezone": .string(zone)])
-        case .pushReceived(let id, let surveys):
-            line(["event": "push_received", "message_id": .string(id), "survey_ids": .array(surveys.map { .string($0) })])
-        case .duplicateIgnored(let id):
-            line(["event": "duplicate_ignored", "message_id": .string(id)])
-        case .streamReconnecting(let reason):
-            line(["event": "stream_reconnecting", "reason": .string(reason)])
-        case .surveyAvailable(let survey):
-            line(["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.entry.name),
-                  "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)])
-        case .surveyWithdrawn(let survey, let uuids):
-            line(["event": "survey_withdrawn", "survey_id": .string(survey), "schedule_uuids": .array(uuids.map { .string($0) })])
-        case .submitted(let survey, let file):
-            line(["event": "submitted", "survey_id": .string(survey), "file_name": .string(file)])
-        case .telemetrySent(let document, let events, let ping):
-            line(["event": "telemetry_sent", "document_id": .string(document), "events": .number(Double(events)), "ping": .string(ping)])
-        case .error(let error):
-            failure(error.code, error.message, status: error.status)
-        }
-    }
+    static func event(_ event: SurveyClientEvent) { line(DeviceEventLine.object(event)) }
 
     static func failure(_ code: String, _ message: String, status: Int? = nil) {
-        var object: [String: JSONValue] = ["event": "error", "code": .string(code), "message": .string(message)]
-        if let status { object["status"] = .number(Double(status)) }
-        line(object)
+        line(DeviceEventLine.failure(code, message, status: status))
     }
 
     /// Runs `body`, printing a failure as an `error` line and exiting 1.
@@ -319,8 +284,7 @@ struct DeviceStatus: AsyncParsableCommand {
 /// `device listen --until EVENT[=N]`: the event (by its JSON name) and how many times it must be seen.
 struct ListenUntil: Sendable {
     /// The `event` names `device listen` prints (docs/cli.md).
-    static let events: Set<String> = ["registered", "push_received", "duplicate_ignored", "stream_reconnecting", "survey_available",
-                                      "survey_withdrawn", "submitted", "telemetry_sent", "error"]
+    static let events: Set<String> = DeviceEventLine.names
     var event: String
     var count: Int
 

@@ -3,10 +3,10 @@ import Foundation
 import SurveyWire
 import TrioTesting
 
-/// `survey-cli up`: starts both servers as child processes and prints one READY line.
+/// `survey-cli up`: starts both servers and the devices API as child processes and prints one READY line.
 struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Start mock-server and push-relay, print one READY line with both URLs, stop both on SIGTERM/SIGINT.")
+        abstract: "Start mock-server, push-relay and the devices API, print one READY line with their URLs, stop them on SIGTERM/SIGINT.")
 
     @Option(help: "Directory for the SQLite file and the servers' logs.") var dataDir = "./.survey-trio"
     @Option(help: "SQLite file, :memory:, or postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE. Default: mock-server.sqlite in --data-dir.")
@@ -32,19 +32,34 @@ struct Up: AsyncParsableCommand {
         options.relayPort = relayPort
         options.relayCount = relays
         let trio = try await Trio.start(options)
+        // The devices API (`survey-cli devices serve`), a child like the servers, tied to this process.
+        let devices: ServerProcess
+        do {
+            devices = try await ServerProcess.launch(
+                executable: URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]),
+                arguments: ["devices", "serve", "--server", trio.server.url, "--relay", trio.relay.url, "--port", "0",
+                            "--data-dir", dir.appendingPathComponent("devices").path, "--parent-pid", String(getpid())],
+                logFile: dir.appendingPathComponent("survey-devices.log"))
+        } catch {
+            await trio.stop()
+            throw error
+        }
         let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
                              mockServer: trio.server.url, pushRelay: trio.relay.url,
-                             pushRelays: relays > 1 ? trio.relays.map(\.url) : nil).line()
+                             pushRelays: relays > 1 ? trio.relays.map(\.url) : nil, devices: devices.url).line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        let reason = await signals.wait(upTo: nil, parentPID: parentPid, running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) })
+        let reason = await signals.wait(upTo: nil, parentPID: parentPid,
+                                        running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) && devices.isRunning })
         if reason == .childExited {
             // Say which one, how it ended and what it said last, then stop the others.
-            let children = [("mock-server", trio.server)] + trio.relays.enumerated().map { ("push-relay \($0.offset)", $0.element) }
+            let children = [("mock-server", trio.server), ("survey-devices", devices)]
+                + trio.relays.enumerated().map { ("push-relay \($0.offset)", $0.element) }
             for (name, child) in children where !child.isRunning {
                 let tail = child.logs().split(separator: "\n", omittingEmptySubsequences: false).suffix(20).joined(separator: "\n")
                 FileHandle.standardError.write(Data("survey-cli up: \(name) exited with status \(child.terminationStatus); its last log lines:\n\(tail)\n".utf8))
             }
         }
+        _ = await devices.stop()
         await trio.stop()
         if reason == .childExited { throw ExitCode(1) }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ServerSupport
 import Testing
+@testable import DeviceHost
 @testable import MockServer
 @testable import PushRelay
 
@@ -37,6 +38,14 @@ import Testing
         #expect(documented.subtracting(served).sorted() == [], "documented but not served")
     }
 
+    @Test func theDevicesDocumentListsEveryRouteAndNoOther() throws {
+        let fleet = DeviceFleet(serverURL: "http://127.0.0.1:1", relayURL: nil, dataDirectory: URL(fileURLWithPath: "/tmp"))
+        let served = Self.served(RouteTable(DeviceRoutes(fleet: fleet).makeRouter(logger: Logger(label: "test"))))
+        let documented = try Self.operations("survey-devices.json")
+        #expect(served.subtracting(documented).sorted() == [], "served but not documented")
+        #expect(documented.subtracting(served).sorted() == [], "documented but not served")
+    }
+
     @Test func theRelayDocumentListsEveryRouteAndNoOther() throws {
         let relay = try PushRelayServer()
         let served = Self.served(RouteTable(RouteTable(relay.makeRouter()).routes + PushRelayServer.connectionRoutes))
@@ -53,6 +62,8 @@ import Testing
         let relay = try Data(contentsOf: OpenAPIRouteTests.docs.appendingPathComponent("push-relay.json"))
         #expect(Data(MockServer.openAPIDocument) == mock)
         #expect(Data(PushRelayServer.openAPIDocument) == relay)
+        let devices = try Data(contentsOf: OpenAPIRouteTests.docs.appendingPathComponent("survey-devices.json"))
+        #expect(Data(DeviceHost.PackageResources.openapi_json) == devices)
     }
 }
 

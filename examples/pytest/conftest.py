@@ -62,11 +62,13 @@ class API:
 
 
 class Trio:
-    def __init__(self, server, relay, directory):
+    def __init__(self, server, relay, directory, devices=None):
         self.server_url = server
         self.relay_url = relay
         self.admin = API(server + "/__admin")
         self.control = API(relay + "/__control")
+        # The devices API (`survey-cli devices serve`, which `up` starts): devices created and driven over HTTP.
+        self.devices = API(devices + "/__devices") if devices else None
         self.directory = directory
 
     def device(self, name, *args, timeout=60):
@@ -88,6 +90,6 @@ def trio(tmp_path_factory):
         process.kill()
         raise RuntimeError("survey-cli up did not start: " + line + process.stderr.read())
     ready = json.loads(line[len("READY "):])
-    yield Trio(ready["mock_server"], ready["push_relay"], directory)
+    yield Trio(ready["mock_server"], ready["push_relay"], directory, ready.get("devices"))
     process.terminate()
     process.wait(timeout=10)

@@ -233,6 +233,16 @@ OPERATION_IDS = {
     ("post", "/v1/projects/{project}/messages:send"): "fcm_send",
     ("post", "/v1/projects/{project}/registrations/{token}/topicSubscriptions"): "subscribe_topic",
     ("delete", "/v1/projects/{project}/registrations/{token}/topicSubscriptions/{topic}"): "unsubscribe_topic",
+    # survey-cli devices serve
+    ("post", "/__devices"): "create_device",
+    ("get", "/__devices"): "list_devices",
+    ("get", "/__devices/openapi.json"): "devices_openapi_document",
+    ("get", "/__devices/{device_id}"): "get_device_status",
+    ("delete", "/__devices/{device_id}"): "delete_device",
+    ("post", "/__devices/{device_id}/stop"): "stop_device",
+    ("post", "/__devices/{device_id}/start"): "start_device",
+    ("get", "/__devices/{device_id}/events"): "device_events",
+    ("post", "/__devices/{device_id}/answers"): "answer_survey",
 }
 
 
@@ -254,9 +264,9 @@ def name_operations(title, paths):
         sys.exit("no operationId for: " + ", ".join(missing) + " (add them to OPERATION_IDS)")
 
 
-def document(title, description, paths, schemas):
+def document(title, description, paths, schemas, metrics=True):
     """A server's OpenAPI document: its paths plus /metrics, sorted, with its schemas."""
-    paths = {**paths, **metrics_path()}
+    paths = {**paths, **metrics_path()} if metrics else dict(paths)
     name_operations(title, paths)
     return {
         "openapi": "3.1.0",
@@ -701,9 +711,76 @@ def relay_document():
                     "pushes from, and the control API under /__control.", paths, RELAY_SCHEMAS)
 
 
+# MARK: survey-cli devices serve
+
+def devices_document():
+    status = json.loads((ROOT / "docs/schemas/device-status.schema.json").read_text())
+    event = json.loads((ROOT / "docs/schemas/device-event.schema.json").read_text())
+    for schema in (status, event):
+        for key in ("$schema", "$id", "title"):
+            schema.pop(key, None)
+    # The event schema's own definitions, inlined (a `#/$defs/...` reference would resolve against this document).
+    defs = event.pop("$defs", {})
+    event["oneOf"] = [defs[item["$ref"].split("/")[-1]] if "$ref" in item else item for item in event["oneOf"]]
+    schemas = {
+        "Error": COMMON_SCHEMAS["Error"],
+        "DeviceStatus": status,
+        "DeviceEvent": event,
+        "CreateDevice": obj({"patient_id": {"type": "string", "minLength": 1, "maxLength": 64},
+                             "password": {"type": "string", "minLength": 1, "maxLength": 256},
+                             "timezone": {"type": "string", "description": "a tz database name"},
+                             "platform": {"enum": ["android", "ios"]},
+                             "os_version": {"type": "string", "minLength": 1, "maxLength": 16},
+                             "telemetry_url": {"type": "string", "pattern": "^https?://", "description": "where pings go (default: kept queued)"},
+                             "features_url": {"type": "string", "pattern": "^https?://", "description": "where feature values come from"},
+                             "auto_answer": {"type": "boolean", "description": "answer every survey as soon as it is available"},
+                             "answer_value": {"type": "string", "maxLength": 1000, "description": "the answer auto_answer gives every question (default 1)"}},
+                            ["patient_id", "password", "timezone"], extra=False),
+        "DeviceEvents": obj({"events": arr(ref("DeviceEvent")),
+                             "next": {"type": "integer", "minimum": 0, "description": "the `after` to ask with next"}}, ["events", "next"]),
+        "Answers": obj({"survey_id": {"type": "string", "minLength": 1},
+                        "answers": {"type": "object", "additionalProperties": S, "description": "answer text by question id"}},
+                       ["survey_id", "answers"], extra=False),
+        "Answered": obj({"survey_id": S, "status": {"const": "uploaded"}}, ["survey_id", "status"]),
+    }
+    device = path_param("device_id")
+    tag = ["devices"]
+    paths = {
+        "/__devices": {
+            "post": op("Registers a device and starts it listening (201 once registered)", {**ok(ref("DeviceStatus"), status="201",
+                       description="Created"), **errors()}, body=json_body(ref("CreateDevice")), tags=tag,
+                       description="A refused registration answers the SDK's code: 403 invalid_credentials, 502 registration_failed or transport, ..."),
+            "get": op("Every device, oldest first", {**ok(arr(ref("DeviceStatus"))), **errors()}, tags=tag),
+        },
+        "/__devices/openapi.json": {"get": op("This document", {**ok({"type": "object"}), **errors()}, tags=tag)},
+        "/__devices/{device_id}": {
+            "get": op("What the device holds", {**ok(ref("DeviceStatus")), **errors()}, params=[device], tags=tag),
+            "delete": op("Closes the device and deletes its directory", {**empty(), **errors()}, params=[device], tags=tag),
+        },
+        "/__devices/{device_id}/stop": {"post": op("Stops the device (its directory kept)", {**ok(ref("DeviceStatus")), **errors()},
+                                                   params=[device], tags=tag)},
+        "/__devices/{device_id}/start": {"post": op("Starts a stopped device again", {**ok(ref("DeviceStatus")), **errors()},
+                                                    params=[device], tags=tag)},
+        "/__devices/{device_id}/events": {"get": op(
+            "The device's events after a seq, waiting for one (or for one named `until`)", {**ok(ref("DeviceEvents")), **errors()},
+            params=[device, query("after", {"type": "integer", "minimum": 0}, "events after this seq (default 0: from the first kept)"),
+                    query("until", {"enum": ["registered", "push_received", "duplicate_ignored", "stream_reconnecting", "survey_available",
+                                             "survey_withdrawn", "submitted", "telemetry_sent", "error"]},
+                          "answer once this event came (the events up to it), or when the wait is over"),
+                    *wait_params()],
+            tags=tag, description=LISTING_NOTE + " `min_count` is not used here.")},
+        "/__devices/{device_id}/answers": {"post": op("Answers a stored survey; answers once the server took the upload",
+                                                      {**ok(ref("Answered")), **errors()}, body=json_body(ref("Answers")),
+                                                      params=[device], tags=tag)},
+    }
+    return document("survey-devices", "Many simulated participant devices in one process (`survey-cli devices serve`): create, "
+                    "read and drive them over HTTP.", paths, schemas, metrics=False)
+
+
 def main():
     check = "--check" in sys.argv
-    outputs = {"mock-server.json": mock_server_document(), "push-relay.json": relay_document()}
+    outputs = {"mock-server.json": mock_server_document(), "push-relay.json": relay_document(),
+               "survey-devices.json": devices_document()}
     stale = []
     for name, document in outputs.items():
         text = json.dumps(document, indent=2, sort_keys=False) + "\n"
