@@ -131,6 +131,14 @@ extension Integration {
             #expect(paths.contains { $0.contains("L") })
             #expect(html.contains("shard 2") && html.contains("register.p99&lt;10s"))
             #expect(!html.contains("src=") && !html.contains("<link") && !html.contains("<script"))
+            // The verdict leads the page, as the exit status says it.
+            #expect(html.contains("class=\"verdict pass\">PASS (exit 0)"))
+            var failing = written
+            failing.thresholds["p99<1ms"] = false
+            #expect(LoadHTML.verdict(failing) == (false, "threshold not met: p99<1ms"))
+            #expect(LoadHTML.render(failing).contains("class=\"verdict fail\">FAIL (exit 99)"))
+            failing.correct = false
+            #expect(LoadHTML.verdict(failing).reason == "correctness failed; threshold not met: p99<1ms")
         }
     }
 

@@ -131,8 +131,13 @@ extension Integration {
         #expect(try run(["--relay", "http://127.0.0.1:1", "--platform", "windows"]) == 64)
         #expect(try run(["--relay", "http://127.0.0.1:1", "--rate", "5", "--ramp", "0:5/s"]) == 64)
         try await Trio.with { trio async throws in
+            let report = temporaryDirectory("push-report").appendingPathComponent("report.json")
             #expect(try run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--grace", "2s",
-                             "--threshold", "errors<1%"]) == 0)
+                             "--threshold", "errors<1%", "--report", report.path]) == 0)
+            // The flags are kept with the run (they were `{}`), so it can be repeated from the report.
+            let written = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
+            #expect(written.run?.options["devices"] == "3" && written.run?.options["rate"] == "20.0"
+                    && written.run?.options["relay"] == trio.relay.url && written.run?.options["threshold"] == "errors<1%")
             #expect(try run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--threshold", "p50<1us"]) == 99)
         }
     }

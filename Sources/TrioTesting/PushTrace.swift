@@ -11,12 +11,26 @@ public struct PushTrace: Codable, Sendable {
     public struct Step: Codable, Sendable, Equatable {
         /// The step's name.
         public var step: String
-        /// When it happened (RFC 3339), by the clock of the process that saw it.
+        /// When it happened in real time (RFC 3339): the servers' wall clocks, one clock for every step.
         public var at: String
+        /// When it happened on the study's clock (which tests move): a push's due and send times, read from the send
+        /// log, and real times shifted by the study clock's offset when the push was sent.
+        public var studyAt: String?
         /// Which process saw it: `mock-server`, `push-relay` or `device`.
         public var process: String
         /// A detail, such as a status or a message id.
         public var detail: String?
+
+        enum CodingKeys: String, CodingKey { case step, at, studyAt = "study_at", process, detail }
+
+        /// Creates the value from its fields.
+        public init(step: String, at: String, studyAt: String? = nil, process: String, detail: String? = nil) {
+            self.step = step
+            self.at = at
+            self.studyAt = studyAt
+            self.process = process
+            self.detail = detail
+        }
     }
 
     /// The push's uuid.
@@ -53,51 +67,102 @@ public struct PushTrace: Codable, Sendable {
             throw APIFailure(status: 400, code: "usage", body: "give --participant or --push")
         }
         let who = try await admin.participant(entry.patientID)
-        var steps: [Step] = [Step(step: "scheduled", at: entry.dueAt, process: "mock-server",
-                                  detail: "surveys \(entry.surveyIDs.joined(separator: ",")), \(entry.scheduleUUIDs.count) occurrence(s)")]
-        guard let sentAt = entry.sentAt else {
+        let dueStudy = WireTime.parse(entry.dueAt) ?? Date()
+        guard let sentText = entry.sentAt, let sentStudy = WireTime.parse(sentText) else {
             let reason = [entry.status, entry.relayStatus.map { "relay \($0)" }, entry.relayReason].compactMap { $0 }.joined(separator: ", ")
-            return PushTrace(push: entry.uuid, participant: entry.patientID, steps: steps, stoppedAt: "sent (\(reason))")
+            let clock = try await admin.clock(study: who.studyID)
+            let offset = (WireTime.parse(clock.now) ?? Date()).timeIntervalSince(Date())
+            let step = Step(step: "scheduled", at: WireTime.format(dueStudy.addingTimeInterval(-offset), milliseconds: true), studyAt: entry.dueAt,
+                            process: "mock-server",
+                            detail: "surveys \(entry.surveyIDs.joined(separator: ",")), \(entry.scheduleUUIDs.count) occurrence(s)")
+            return PushTrace(push: entry.uuid, participant: entry.patientID, steps: [step], stoppedAt: "sent (\(reason))")
         }
-        steps.append(Step(step: "sent", at: sentAt, process: "mock-server", detail: "relay \(entry.relayStatus.map(String.init) ?? "-")"))
 
-        // The relay's milestones of this message (matched by the id the relay gave it).
-        if let messageID = entry.relayMessageID, let token = who.pushToken {
-            for item in try await control.trace(token: token) where item["message_id"]?.stringValue == messageID {
-                guard let event = item["event"]?.stringValue, let millis = item["at"]?.numberValue else { continue }
-                let at = WireTime.format(Date(timeIntervalSince1970: millis / 1000), milliseconds: true)
-                steps.append(Step(step: event, at: at, process: "push-relay", detail: item["detail"]?.stringValue))
+        // The relay's milestones of this message (matched by the id the relay gave it), in real time.
+        let relayTrace = who.pushToken == nil ? [] : try await control.trace(token: who.pushToken)
+        func milestones(_ messageID: String?) -> [(event: String, at: Date, detail: String?)] {
+            guard let messageID else { return [] }
+            return relayTrace.compactMap { item in
+                guard item["message_id"]?.stringValue == messageID, let event = item["event"]?.stringValue,
+                      let millis = item["at"]?.numberValue else { return nil }
+                return (event, Date(timeIntervalSince1970: millis / 1000), item["detail"]?.stringValue)
             }
         }
-        let since = WireTime.parse(sentAt) ?? .distantPast
-        func after(_ text: String) -> Bool { (WireTime.parse(text) ?? .distantPast) >= since.addingTimeInterval(-1) }
-
-        // The device's fetch and upload, as the server's journal saw them.
-        let journal = try await admin.requests(limit: 1000).reversed().filter { $0.participant == entry.patientID && after($0.at) }
-        // `/download_survey`, or `/download_surveys` against `--profile beiwe` (Beiwe has no per-survey route).
-        if let fetch = journal.first(where: { $0.path.hasPrefix("/download_survey") && $0.status == 200 }) {
-            steps.append(Step(step: "fetched", at: fetch.at, process: "mock-server", detail: "\(fetch.path) \(fetch.status)"))
+        let relaySteps = milestones(entry.relayMessageID)
+        // One clock: the relay took the push in real time right after the server sent it in study time, so their
+        // difference is the study clock's offset then. Without a relay record, the study clock's offset now.
+        let offset: TimeInterval
+        if let accepted = relaySteps.first(where: { $0.event == "accepted" }) {
+            offset = sentStudy.timeIntervalSince(accepted.at)
+        } else {
+            let clock = try await admin.clock(study: who.studyID)
+            offset = (WireTime.parse(clock.now) ?? Date()).timeIntervalSince(Date())
         }
+        func real(_ study: Date) -> Date { study.addingTimeInterval(-offset) }
+        func step(_ name: String, real at: Date, process: String, detail: String?) -> Step {
+            Step(step: name, at: WireTime.format(at, milliseconds: true), studyAt: WireTime.format(at.addingTimeInterval(offset), milliseconds: true),
+                 process: process, detail: detail)
+        }
+        var steps: [Step] = [
+            Step(step: "scheduled", at: WireTime.format(real(dueStudy), milliseconds: true), studyAt: entry.dueAt, process: "mock-server",
+                 detail: "surveys \(entry.surveyIDs.joined(separator: ",")), \(entry.scheduleUUIDs.count) occurrence(s)"),
+            Step(step: "sent", at: WireTime.format(real(sentStudy), milliseconds: true), studyAt: sentText, process: "mock-server",
+                 detail: "relay \(entry.relayStatus.map(String.init) ?? "-")"),
+        ]
+        for milestone in relaySteps { steps.append(step(milestone.event, real: milestone.at, process: "push-relay", detail: milestone.detail)) }
+
+        // What the device did about *this* push: from its delivery (or, not delivered, its acceptance) until the relay
+        // took the participant's next push. Everything in real time.
+        let from = relaySteps.first(where: { $0.event == "delivered" })?.at ?? relaySteps.first?.at ?? real(sentStudy)
+        let later = try await admin.pushes(study: who.studyID, patient: entry.patientID)
+            .filter { $0.uuid != entry.uuid && ($0.sentAt.flatMap(WireTime.parse) ?? .distantPast) > sentStudy }
+        let until = later.compactMap { milestones($0.relayMessageID).first?.at }.filter { $0 > from }.min() ?? .distantFuture
+        func inWindow(_ text: String) -> Date? {
+            guard let t = WireTime.parse(text), t >= from.addingTimeInterval(-0.001), t < until else { return nil }
+            return t
+        }
+        let journal = try await admin.requests(limit: 1000, participant: entry.patientID).reversed()
+        let fetch = journal.first { $0.path.hasPrefix("/download_survey") && $0.status == 200 && inWindow($0.at) != nil }
+        if let fetch, let at = inWindow(fetch.at) { steps.append(step("fetched", real: at, process: "mock-server", detail: "\(fetch.path) \(fetch.status)")) }
+        // `answered`: the device's `survey.submitted` event for one of the push's surveys, wherever the SDK keeps it (its
+        // directory, or the pings it already sent).
+        var recorded: [DeviceEvent] = []
         if let device = deviceDirectory {
-            for event in Self.deviceEvents(device) where event.category == "survey" && event.name == "submitted" {
-                let at = WireTime.format(Date(timeIntervalSince1970: Double(event.timestampMillis) / 1000), milliseconds: true)
-                guard after(at), entry.surveyIDs.contains(event.extra?["survey_id"] ?? "") || event.extra?["survey_id"] == nil else { continue }
-                steps.append(Step(step: "answered", at: at, process: "device", detail: event.extra?["survey_id"]))
-                break
+            recorded = Self.deviceEvents(device)
+            if let clientID = Self.clientID(device) {
+                recorded += Self.pingEvents(try await admin.telemetry(clientID: clientID, ping: "events"))
             }
         }
-        if let upload = journal.first(where: { $0.path.hasPrefix("/upload") }) {
-            steps.append(Step(step: "uploaded", at: upload.at, process: "mock-server", detail: "\(upload.path) \(upload.status)"))
-        }
-        let submissions = try await admin.submissions(study: who.studyID, patient: entry.patientID)
-        if let done = submissions.first(where: { entry.surveyIDs.contains($0.surveyID) && after($0.receivedAt) }) {
-            steps.append(Step(step: "decrypted", at: done.receivedAt, process: "mock-server", detail: "\(done.answers.count) answer(s), \(done.fileName)"))
+        let answered = recorded.filter { $0.category == "survey" && $0.name == "submitted" }
+            .filter { entry.surveyIDs.contains($0.extra?["survey_id"] ?? "") }
+            .compactMap { event -> Date? in
+                let at = Date(timeIntervalSince1970: Double(event.timestampMillis) / 1000)
+                return at >= from.addingTimeInterval(-0.001) && at < until ? at : nil
+            }.min()
+        if let answered { steps.append(step("answered", real: answered, process: "device", detail: nil)) }
+        // (The SDK records `submitted` once the server took the upload, so the upload comes before it.)
+        let uploadFrom = fetch.flatMap { inWindow($0.at) } ?? from
+        let upload = journal.first { $0.path.hasPrefix("/upload") && (inWindow($0.at).map { $0 >= uploadFrom } ?? false) }
+        if let upload, let at = inWindow(upload.at) {
+            steps.append(step("uploaded", real: at, process: "mock-server", detail: "\(upload.path) \(upload.status)"))
+            // The upload's answers, decrypted in the same request (the submission's time is on the study's clock).
+            let submissions = try await admin.submissions(study: who.studyID, patient: entry.patientID)
+            if upload.status == 200, let done = submissions.first(where: { entry.surveyIDs.contains($0.surveyID) && $0.receivedAt >= sentText }) {
+                steps.append(Step(step: "decrypted", at: WireTime.format(at, milliseconds: true), studyAt: done.receivedAt, process: "mock-server",
+                                  detail: "\(done.answers.count) answer(s), \(done.fileName)"))
+            }
         }
 
-        // In journey order (by time within the same step kind), keeping the first of each step.
+        // In time order (real time; the journey's order breaks ties), keeping the first of each step.
         var seen: Set<String> = []
         steps = steps.filter { seen.insert($0.step).inserted }
-            .sorted { (Self.order.firstIndex(of: $0.step) ?? 99) < (Self.order.firstIndex(of: $1.step) ?? 99) }
+            .enumerated()
+            .sorted { a, b in
+                let ta = WireTime.parse(a.element.at) ?? .distantPast, tb = WireTime.parse(b.element.at) ?? .distantPast
+                if ta != tb { return ta < tb }
+                return (Self.order.firstIndex(of: a.element.step) ?? 99, a.offset) < (Self.order.firstIndex(of: b.element.step) ?? 99, b.offset)
+            }
+            .map(\.element)
         let reached = Set(steps.map(\.step))
         var stopped = Self.order.first { !reached.contains($0) && !optional.contains($0) }
         if let last = steps.last(where: { $0.step == "dropped" || $0.step == "expired" }) {
@@ -107,6 +172,27 @@ public struct PushTrace: Codable, Sendable {
             stopped = "uploaded (the server answered \(upload.detail ?? ""))"
         }
         return PushTrace(push: entry.uuid, participant: entry.patientID, steps: steps, stoppedAt: stopped)
+    }
+
+    /// The telemetry client id of a device directory (its `state.json`).
+    static func clientID(_ directory: URL) -> String? {
+        guard let data = try? Data(contentsOf: directory.appendingPathComponent("state.json")),
+              let state = try? JSONDecoder().decode(JSONValue.self, from: data) else { return nil }
+        return state["clientID"]?.stringValue
+    }
+
+    /// The events of pings already sent, each at its absolute time (the ping's start plus the event's offset).
+    static func pingEvents(_ pings: [AdminWire.StoredPing]) -> [DeviceEvent] {
+        pings.flatMap { ping -> [DeviceEvent] in
+            guard let start = ping.body["ping_info"]?["start_time"]?.stringValue.flatMap(WireTime.parse) else { return [] }
+            return (ping.body["events"]?.arrayValue ?? []).compactMap { event in
+                guard let offset = event["timestamp"]?.numberValue, let category = event["category"]?.stringValue,
+                      let name = event["name"]?.stringValue else { return nil }
+                var extra: [String: String] = [:]
+                for (key, value) in event["extra"]?.objectValue ?? [:] { if let text = value.stringValue { extra[key] = text } }
+                return DeviceEvent(timestampMillis: WireTime.epochMillis(start) + Int64(offset), category: category, name: name, extra: extra)
+            }
+        }
     }
 
     /// The device's telemetry events still on disk (recorded and not yet sent as pings).

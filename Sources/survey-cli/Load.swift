@@ -185,6 +185,17 @@ struct LoadPushCommand: AsyncParsableCommand {
     var thresholds: [String] = []
     @Option(help: "Write a self-contained HTML report (charts as inline SVG) here.") var html: String?
 
+    /// The flags as given, kept in the report (`run.options`) so a run can be repeated from it.
+    var recorded: [String: String] {
+        var options: [String: String] = ["relay": relay.joined(separator: ","), "devices": String(devices), "platform": platform,
+                                         "max-in-flight": String(maxInFlight), "duration": duration, "warmup": warmup, "grace": grace,
+                                         "source-addresses": String(sourceAddresses), "reconnect-jitter": reconnectJitter]
+        if let rate { options["rate"] = String(rate) }
+        if let ramp { options["ramp"] = ramp }
+        if !thresholds.isEmpty { options["threshold"] = thresholds.joined(separator: " ") }
+        return options
+    }
+
     func run() async throws {
         let options: PushLoadOptions, parsedThresholds: [Threshold]
         do {
@@ -203,6 +214,7 @@ struct LoadPushCommand: AsyncParsableCommand {
                                         moreRelays: Array(relay.dropFirst()))
             built.sourceAddresses = (0..<sourceAddresses).map { "127.0.0.\($0 + 2)" }
             built.reconnectJitter = reconnectJitter == "0" ? .zero : try parseDuration(reconnectJitter, flag: "--reconnect-jitter")
+            built.recordedOptions = recorded
             options = built
         } catch let error as LoadUsageError {
             throw ValidationError(error.description)

@@ -22,13 +22,14 @@ import Testing
         #expect(throws: APIError.self) { try ListingQuery(pairs: [("min_count", "0")], allowed: []) }
     }
 
-    /// A change wakes the wait at once (the recheck is long here); without one it ends at `wait` with what there is.
+    /// A change wakes the wait (the recheck is longer than the wait here, so only a change can end it early); without one
+    /// it ends at `wait` with what there is. The bound is loose: this runs beside the integration suite on 2 cores.
     @Test func aChangeWakesTheWaitAndTheDeadlineEndsIt() async throws {
         let changes = ObservedValue<UInt64>(0)
         let items = ObservedValue<[Int]>([])
-        let query = try ListingQuery(pairs: [("wait", "10s"), ("min_count", "2")], allowed: [])
+        let query = try ListingQuery(pairs: [("wait", "60s"), ("min_count", "2")], allowed: [])
         let started = ContinuousClock.now
-        let waiting = Task { try await query.answer(changes: changes, recheck: .seconds(30)) { items.value } }
+        let waiting = Task { try await query.answer(changes: changes, recheck: .seconds(120)) { items.value } }
         try await Task.sleep(for: .milliseconds(50))
         items.update { $0 = [1] }
         changes.update { $0 += 1 }
@@ -36,7 +37,7 @@ import Testing
         items.update { $0 = [1, 2] }
         changes.update { $0 += 1 }
         #expect(try await waiting.value == [1, 2])
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(50), "only the deadline ended the wait")
         let short = try ListingQuery(pairs: [("wait", "200ms"), ("min_count", "5")], allowed: [])
         let begun = ContinuousClock.now
         #expect(try await short.answer(changes: changes) { items.value } == [1, 2])

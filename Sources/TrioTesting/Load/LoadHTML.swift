@@ -7,10 +7,25 @@ import Histogram
 /// options; thresholds with pass/fail; for a merged run, each shard's completions.
 public enum LoadHTML {
     /// The report as one self-contained HTML page (charts drawn in inline SVG), with each shard's figures when given.
+    /// The run's overall verdict, as `survey-cli load` exits: fail (99) when correctness failed or a threshold did not
+    /// hold, pass (0) otherwise; with the reason.
+    public static func verdict(_ report: LoadReport) -> (passed: Bool, reason: String) {
+        var failures: [String] = []
+        if report.correct == false { failures.append("correctness failed") }
+        let failed = report.thresholds.filter { !$0.value }.keys.sorted()
+        if !failed.isEmpty { failures.append("threshold\(failed.count == 1 ? "" : "s") not met: " + failed.joined(separator: ", ")) }
+        if !failures.isEmpty { return (false, failures.joined(separator: "; ")) }
+        let held = report.thresholds.count
+        return (true, (report.correct == true ? "correctness held" : "correctness not checked")
+                    + (held > 0 ? ", \(held) threshold\(held == 1 ? "" : "s") met" : ", no thresholds"))
+    }
+
     public static func render(_ report: LoadReport, shards: [LoadReport] = []) -> String {
         var body = ""
         let esc = SVGChart.escape
         body += "<h1>\(esc(report.scenario)) <small>(\(esc(report.model)))</small></h1>"
+        let verdict = Self.verdict(report)
+        body += "<p class=\"verdict \(verdict.passed ? "pass" : "fail")\">\(verdict.passed ? "PASS" : "FAIL") (exit \(verdict.passed ? 0 : 99)): \(esc(verdict.reason))</p>"
         body += "<p class=\"target\">against \(esc(report.target))"
         if let run = report.run {
             body += " · \(esc(run.tool)) \(esc(run.version)) · window from \(esc(run.measuredFrom)) · \(esc(run.host)), \(run.cores) cores"
