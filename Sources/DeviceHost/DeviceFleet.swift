@@ -13,8 +13,11 @@ public actor DeviceFleet {
 
     /// A refusal: the API's status and stable code.
     public struct Failure: Error, Sendable {
+        /// The HTTP status the API answers with.
         public var status: Int
+        /// The stable error code (`device_not_found`, `invalid_credentials`, ...).
         public var code: String
+        /// What went wrong, for a person.
         public var message: String
     }
 

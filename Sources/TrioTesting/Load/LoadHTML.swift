@@ -6,7 +6,6 @@ import Histogram
 /// latency percentile distribution (log scale, as HdrHistogram plots it); per-step latencies; errors by kind; the run's
 /// options; thresholds with pass/fail; for a merged run, each shard's completions.
 public enum LoadHTML {
-    /// The report as one self-contained HTML page (charts drawn in inline SVG), with each shard's figures when given.
     /// The run's overall verdict, as `survey-cli load` exits: fail (99) when correctness failed or a threshold did not
     /// hold, pass (0) otherwise; with the reason.
     public static func verdict(_ report: LoadReport) -> (passed: Bool, reason: String) {
@@ -20,6 +19,7 @@ public enum LoadHTML {
                     + (held > 0 ? ", \(held) threshold\(held == 1 ? "" : "s") met" : ", no thresholds"))
     }
 
+    /// The report as one self-contained HTML page (charts drawn in inline SVG), with each shard's figures when given.
     public static func render(_ report: LoadReport, shards: [LoadReport] = []) -> String {
         var body = ""
         let esc = SVGChart.escape
