@@ -152,9 +152,9 @@ final class SchedulerEngine: Sendable {
 
     // MARK: Due processing (caller holds the study lock)
 
-    /// Walks the due moments in `(from, target]` in order; at each, every participant gets one push with all their
-    /// pending occurrences due by then (so a backlog from before `from` rides on the first push that goes out).
-    /// A final pass at `target` sends what is left once its back-off ended, or a backlog when no moment fell in the span.
+    /// Walks the due moments and the moments back-offs end in `(from, target]`, in order; at each, every participant
+    /// gets one push with all their pending occurrences due by then (so a backlog from before `from` rides on the first
+    /// push that goes out). A final pass at `target` sends a backlog when no moment fell in the span.
     private func runDue(study: StudyRecord, from: Date, through target: Date) async throws -> [PushRecord] {
         guard study.isServerScheduled else { return [] }
         if let reason = study.quarantineReason {
@@ -182,10 +182,20 @@ final class SchedulerEngine: Sendable {
         let moments = try await store.dueMoments(studyID: studyID, after: from.timeIntervalSince1970, through: target.timeIntervalSince1970)
         var fired: [PushRecord] = []
         var lastMoment: Double = -.infinity
-        for moment in moments where moment > lastMoment {
+        var walked = 0
+        var index = moments.startIndex
+        // Due moments and the moments back-offs end, in time order: a retry happens when its wait is over, however
+        // the clock gets there (one move through a five-hour outage retries as often as five hours of one-minute moves).
+        while true {
+            while index < moments.endIndex, moments[index] <= lastMoment { index += 1 }
+            let nextDue = index < moments.endIndex ? moments[index] : nil
+            let retry = try await store.nextRetryMoment(studyID: studyID, after: max(lastMoment, from.timeIntervalSince1970),
+                                                        through: min(nextDue ?? target.timeIntervalSince1970, target.timeIntervalSince1970))
+            guard let moment = [nextDue, retry].compactMap({ $0 }).min() else { break }
             // A walk whose client has gone (its connection closed) stops between moments; what it sent is recorded.
             try Task.checkCancellation()
             lastMoment = moment
+            walked += 1
             fired += try await fire(study: study, at: Date(timeIntervalSince1970: moment))
         }
         // Retries whose wait ended after the last due moment, and catch-up after a token change.
@@ -195,7 +205,7 @@ final class SchedulerEngine: Sendable {
         if !fired.isEmpty || extended > 0 {
             logger.info("scheduler ran", metadata: [
                 "study_id": "\(studyID)", "through": "\(WireTime.format(target))", "extended_participants": "\(extended)",
-                "materialize_ms": "\((materialized - started).milliseconds)", "moments": "\(moments.count)",
+                "materialize_ms": "\((materialized - started).milliseconds)", "moments": "\(walked)",
                 "pushes": "\(fired.count)", "fire_ms": "\((ContinuousClock.now - materialized).milliseconds)",
             ])
         }

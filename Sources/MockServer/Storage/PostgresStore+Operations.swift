@@ -393,6 +393,15 @@ extension PostgresStore {
             """).map { try $0.decode(Double.self) }
     }
 
+    func nextRetryMoment(studyID: String, after: Double, through: Double) async throws -> Double? {
+        try await rows("""
+            SELECT MIN(p.retry_after) FROM participant p
+            WHERE p.study_id = \(studyID) AND NOT p.retired AND p.push_token IS NOT NULL AND p.token_unregistered_at IS NULL
+            AND p.retry_after > \(after) AND p.retry_after <= \(through)
+            AND EXISTS (SELECT 1 FROM occurrence o WHERE o.patient_id = p.patient_id AND o.status = 'pending' AND o.due_at <= p.retry_after)
+            """).first?.decode(Double?.self) ?? nil
+    }
+
     func dueWork(studyID: String, at t: Double, patientID: String?) async throws -> [DueWork] {
         let occurrences = try await rows("""
             SELECT * FROM occurrence WHERE study_id = \(studyID) AND status = 'pending' AND due_at <= \(t)

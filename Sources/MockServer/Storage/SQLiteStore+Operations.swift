@@ -385,6 +385,17 @@ extension SQLiteStore {
         }
     }
 
+    func nextRetryMoment(studyID: String, after: Double, through: Double) async throws -> Double? {
+        try await read { db in
+            try Double.fetchOne(db, sql: """
+                SELECT MIN(p.retry_after) FROM participant p
+                WHERE p.study_id = ? AND p.retired = 0 AND p.push_token IS NOT NULL AND p.token_unregistered_at IS NULL
+                AND p.retry_after > ? AND p.retry_after <= ?
+                AND EXISTS (SELECT 1 FROM occurrence o WHERE o.patient_id = p.patient_id AND o.status = 'pending' AND o.due_at <= p.retry_after)
+                """, arguments: [studyID, after, through])
+        }
+    }
+
     func dueWork(studyID: String, at t: Double, patientID: String?) async throws -> [DueWork] {
         try await read { db in
             let rows = try OccurrenceRecord.filter(sql: "study_id = ? AND status = 'pending' AND due_at <= ? AND (? IS NULL OR patient_id = ?)",

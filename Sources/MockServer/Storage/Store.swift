@@ -151,6 +151,9 @@ protocol Store: Sendable {
     func applyPlan(_ plan: PlanChanges) async throws
     /// The distinct due times of pending occurrences in `(after, through]`, ascending.
     func dueMoments(studyID: String, after: Double, through: Double) async throws -> [Double]
+    /// The earliest moment in `(after, through]` at which a participant's back-off ends while it has pending
+    /// occurrences due by then and a live token: a retry a clock move must walk, as it walks due moments.
+    func nextRetryMoment(studyID: String, after: Double, through: Double) async throws -> Double?
     /// Pending occurrences due by `at`, grouped by active participant (sorted by patient id); with `patientID`, only
     /// that participant's (a token change catches up one participant, not the study).
     func dueWork(studyID: String, at: Double, patientID: String?) async throws -> [DueWork]
