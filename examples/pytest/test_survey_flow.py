@@ -32,6 +32,8 @@ def register(trio, tmp_path, participant):
     lines = trio.device("register", "--data-dir", str(tmp_path), "--server", trio.server_url,
                         "--relay", trio.relay_url, "--patient-id", participant["patient_id"],
                         "--password", participant["password"], "--timezone", "UTC")
+    for line in lines:
+        EVENT_SCHEMA.validate(line)
     assert any(line.get("event") == "registered" for line in lines), lines
 
 
@@ -93,20 +95,18 @@ def test_listen_until_times_out_with_exit_1(trio, tmp_path):
 def test_devices_over_http_wait_instead_of_sleeping(trio):
     """The same journey with a device hosted by `survey-cli up` (the devices API) and waits instead of sleeps."""
     study_id, survey_id, participant = make_study(trio)
-    status, device = trio.devices.post("", {"patient_id": participant["patient_id"], "password": participant["password"],
-                                            "timezone": "UTC", "auto_answer": True, "answer_value": "5"})
-    assert status == 201, device
+    device = trio.devices.create(participant["patient_id"], participant["password"], timezone="UTC", auto_answer=True,
+                                 answer_value="5")
     STATUS_SCHEMA.validate(device)
     assert device["registered"] and device["state"] == "running"
     status, moved = trio.admin.post(f"/studies/{study_id}/clock", {"advance_seconds": 4 * 3600 + 1800})
     assert status == 200, moved
     # Until the device reports the upload (at most 30 s), then until the server lists the submission.
-    status, page = trio.devices.get(f"/{device['device_id']}/events?after=0&until=submitted&wait=30s")
-    assert status == 200 and page["events"][-1]["event"] == "submitted", page
-    for event in page["events"]:
+    for event in trio.devices.wait_for(device["device_id"], "submitted", within="30s"):
         EVENT_SCHEMA.validate(event)
-    status, submissions = trio.admin.get(f"/studies/{study_id}/submissions?patient_id={participant['patient_id']}&min_count=1&wait=10s")
-    assert status == 200 and [s["survey_id"] for s in submissions] == [survey_id]
+    submissions = trio.admin.wait_for(f"/studies/{study_id}/submissions", count=1, within="10s", patient_id=participant["patient_id"])
+    assert [s["survey_id"] for s in submissions] == [survey_id]
     assert {a["question_id"]: a["answer"] for a in submissions[0]["answers"]} == {"mood": "5", "note": "5"}
-    status, _ = trio.devices.call("DELETE", f"/{device['device_id']}")
-    assert status == 204
+    trio.devices.remove(device["device_id"])
+    status, _ = trio.devices.get(f"/{device['device_id']}")
+    assert status == 404
