@@ -1,34 +1,68 @@
 import Transport
 
 extension SurveyClientError {
-    /// The stable codes of ``SurveyClientError``, as an enum (``SurveyClientError/code`` is its raw value; the codes a
-    /// server sent in its error body, like `push_token_required`, keep their wire spelling).
-    public enum Code: String, Sendable, CaseIterable {
-        case registrationFailed = "registration_failed"
-        case pushTokenRequired = "push_token_required"
-        case invalidCredentials = "invalid_credentials"
-        case transport
-        case relayRefused = "relay_refused"
-        case setTokenFailed = "set_token_failed"
-        case tokenUnregistered = "token_unregistered"
-        case surveyNotFound = "survey_not_found"
-        case downloadFailed = "download_failed"
-        case badPush = "bad_push"
-        case notRegistered = "not_registered"
-        case submissionPending = "submission_pending"
-        case encryptionFailed = "encryption_failed"
-        case uploadFailed = "upload_failed"
-        case uploadRejected = "upload_rejected"
-        case storage
-        case storageLocked = "storage_locked"
+    /// A stable code of ``SurveyClientError`` (``SurveyClientError/code`` is its raw value; codes a server sent in its
+    /// error body, like `push_token_required`, keep their wire spelling).
+    ///
+    /// A struct with static members rather than an enum, as async-http-client's `HTTPClientError` is: a new code in a
+    /// later version breaks no exhaustive `switch` in client code, and a code the SDK does not name is still a `Code`.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's wire spelling (`survey_not_found`).
+        public let rawValue: String
+        /// The code with this spelling (any string: codes a server sent are kept as they came).
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The wire spelling.
+        public var description: String { rawValue }
+
+        /// Registration was refused for a reason without a code of its own.
+        public static let registrationFailed = Code(rawValue: "registration_failed")
+        /// The study requires a push token at registration (server-scheduled studies).
+        public static let pushTokenRequired = Code(rawValue: "push_token_required")
+        /// The server refused the credentials.
+        public static let invalidCredentials = Code(rawValue: "invalid_credentials")
+        /// The network failed (no answer).
+        public static let transport = Code(rawValue: "transport")
+        /// The relay refused to issue a token.
+        public static let relayRefused = Code(rawValue: "relay_refused")
+        /// `/set_fcm_token` failed.
+        public static let setTokenFailed = Code(rawValue: "set_token_failed")
+        /// The relay no longer knows the token (rotated or deleted); the client gets a new one.
+        public static let tokenUnregistered = Code(rawValue: "token_unregistered")
+        /// No such survey (stored, or on the server).
+        public static let surveyNotFound = Code(rawValue: "survey_not_found")
+        /// A survey download failed.
+        public static let downloadFailed = Code(rawValue: "download_failed")
+        /// Push fields that are not a survey push.
+        public static let badPush = Code(rawValue: "bad_push")
+        /// The call needs a registered client.
+        public static let notRegistered = Code(rawValue: "not_registered")
+        /// Earlier answers to the survey are still waiting to be uploaded.
+        public static let submissionPending = Code(rawValue: "submission_pending")
+        /// The answers could not be encrypted.
+        public static let encryptionFailed = Code(rawValue: "encryption_failed")
+        /// The upload failed; it is retried in the background.
+        public static let uploadFailed = Code(rawValue: "upload_failed")
+        /// The server refused the upload for good.
+        public static let uploadRejected = Code(rawValue: "upload_rejected")
+        /// The storage directory could not be read or written.
+        public static let storage = Code(rawValue: "storage")
+        /// Another client holds the storage directory.
+        public static let storageLocked = Code(rawValue: "storage_locked")
         /// The calling task was cancelled: nothing failed, and nothing is retried on its behalf.
-        case cancelled
+        public static let cancelled = Code(rawValue: "cancelled")
         /// The client was closed: it takes no more calls (make a new one on the directory).
-        case closed
+        public static let closed = Code(rawValue: "closed")
+
+        /// Every code the SDK names.
+        public static let allCases: [Code] = [
+            .registrationFailed, .pushTokenRequired, .invalidCredentials, .transport, .relayRefused, .setTokenFailed,
+            .tokenUnregistered, .surveyNotFound, .downloadFailed, .badPush, .notRegistered, .submissionPending,
+            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .cancelled, .closed,
+        ]
     }
 
-    /// The code as an enum, or nil for a code a server sent that the SDK does not know.
-    public var kind: Code? { Code(rawValue: code) }
+    /// The code as a ``Code`` (compare with its static members: `error.kind == .surveyNotFound`).
+    public var kind: Code { Code(rawValue: code) }
 
     /// The error a call gets after ``SurveyClient/close()``.
     static let closed = SurveyClientError(code: Code.closed.rawValue, message: "the client is closed; make a new one to use the directory again")
