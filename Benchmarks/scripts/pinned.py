@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""CPU per operation with the process under test on core 0 and the load generator on core 1 (issue 36).
+
+    python3 Benchmarks/scripts/pinned.py [--runs 3] [--seconds 5] [--bin .build/release]
+
+For each figure the server (or relay) runs under `taskset -c 0` and the generator under `taskset -c 1`; the server's
+CPU is utime+stime from /proc/PID/stat over the measured window, the generator's its own rusage (wait4). Every figure
+is measured --runs times on a fresh server and printed as median and spread (min-max), with the command that made it:
+
+  health          GET /__admin/health, wrk -t1 -c64: server CPU per request
+  register-kdf1   /register_user at --kdf-iterations 1, wrk: server CPU per registration, and its ratio to health
+  register-kdf1000  the same at Beiwe's 1000 iterations
+  load-vs-wrk     survey-cli load register (closed, 64) against wrk (64 connections), same server (kdf 1): each tool's CPU
+                  per registration, and their ratio
+  relay           push-relay with survey-cli load push (500 devices, 2,000/s): relay and driver CPU per delivery
+
+Needs a release build (swift build -c release) and wrk (apt-get install wrk). Loopback only; every server's data is a
+temporary SQLite file removed at the end. Timings on shared cores move from run to run: read the spread.
+"""
+import argparse
+import base64
+import hashlib
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / HZ
+
+
+def run_pinned(core, argv, **kwargs):
+    """Runs argv on `core`; returns (stdout, its CPU seconds from rusage)."""
+    process = subprocess.Popen(["taskset", "-c", str(core), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    out, err = process.communicate()
+    # communicate() has reaped it; its rusage is in the children's totals, read as a difference around the call.
+    return out, err, process.returncode
+
+
+def child_cpu():
+    usage = os.times()
+    return usage.children_user + usage.children_system
+
+
+class Server:
+    def __init__(self, binary, args, work):
+        self.log = open(os.path.join(work, os.path.basename(binary) + ".log"), "a")
+        self.process = subprocess.Popen(["taskset", "-c", "0", binary, *args], stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith("READY "):
+            raise SystemExit(f"{binary} did not start: {line}")
+        self.url = json.loads(line[6:])["url"]
+        self.pid = self.process.pid
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=15)
+        self.log.close()
+
+
+def wrk(url, seconds, script=None, connections=64):
+    argv = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s"]
+    if script:
+        argv += ["-s", script]
+    before = child_cpu()
+    out, err, code = run_pinned(1, argv + [url])
+    tool = child_cpu() - before
+    if code != 0:
+        raise SystemExit(f"wrk failed: {err}")
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if bad:
+        raise SystemExit(f"wrk saw {bad.group(1)} failed responses: the figures do not count\n{out}")
+    return requests, tool
+
+
+def register_script(work, participants_file):
+    doc = json.load(open(participants_file))
+    people = doc["participants"] if isinstance(doc, dict) else doc
+    bodies = os.path.join(work, "bodies.lua")
+    with open(bodies, "w") as out:
+        out.write("return {\n")
+        for i, p in enumerate(people):
+            device_hash = base64.urlsafe_b64encode(hashlib.sha256(p["password"].encode()).digest()).decode()
+            form = urllib.parse.urlencode({"patient_id": p["patient_id"], "password": device_hash, "device_id": f"wrk-{i}",
+                                           "new_password": p["password"], "phone_number": "NOT_SUPPLIED",
+                                           "timezone": "America/New_York", "fcm_token": f"wrk-{p['patient_id']}"})
+            out.write(json.dumps(form) + ",\n")
+        out.write("}\n")
+    script = os.path.join(work, "register.lua")
+    with open(script, "w") as out:
+        out.write(f"""
+function init(args) bodies = dofile("{bodies}") i = 0 end
+request = function()
+  i = i + 1
+  if i > #bodies then i = 1 end
+  return wrk.format("POST", "/register_user", {{["Content-Type"] = "application/x-www-form-urlencoded"}}, bodies[i])
+end
+""")
+    return script
+
+
+def mock_server(args, work, kdf):
+    directory = tempfile.mkdtemp(dir=work)
+    return Server(os.path.join(args.bin, "mock-server"), ["--data-dir", directory, "--kdf-iterations", str(kdf), "--log-level", "warning"], work)
+
+
+def setup(args, server, work, participants=2000):
+    path = os.path.join(work, f"p-{time.monotonic_ns()}.json")
+    subprocess.run([os.path.join(args.bin, "survey-cli"), "load", "setup", "--server", server.url, "--participants", str(participants),
+                    "--out", path], check=True, capture_output=True)
+    return path
+
+
+def measure_wrk(args, work, kdf, path):
+    server = mock_server(args, work, kdf)
+    try:
+        script = None
+        if path == "/register_user":
+            script = register_script(work, setup(args, server, work))
+        before = cpu_seconds(server.pid)
+        requests, tool = wrk(server.url + path, args.seconds, script)
+        used = cpu_seconds(server.pid) - before
+        return {"server_us": used / requests * 1e6, "tool_us": tool / requests * 1e6, "rate": requests / args.seconds}
+    finally:
+        server.stop()
+
+
+def measure_load_register(args, work):
+    server = mock_server(args, work, 1)
+    try:
+        people = setup(args, server, work)
+        report = os.path.join(work, "load.json")
+        before_server, before = cpu_seconds(server.pid), child_cpu()
+        out, err, code = run_pinned(1, [os.path.join(args.bin, "survey-cli"), "load", "register", "--server", server.url,
+                                        "--participants-file", people, "--concurrency", "64", "--duration", f"{args.seconds}s",
+                                        "--report", report])
+        tool = child_cpu() - before
+        used = cpu_seconds(server.pid) - before_server
+        if code not in (0, 99):
+            raise SystemExit(f"survey-cli load register failed ({code}): {err}")
+        started = json.load(open(report))["totals"]["started"]
+        requests_wrk, tool_wrk = wrk(server.url + "/register_user", args.seconds, register_script(work, people))
+        return {"load_us": tool / started * 1e6, "wrk_us": tool_wrk / requests_wrk * 1e6,
+                "ratio": (tool / started) / (tool_wrk / requests_wrk), "server_us": used / started * 1e6}
+    finally:
+        server.stop()
+
+
+def measure_relay(args, work, devices=500, rate=2000):
+    relay = Server(os.path.join(args.bin, "push-relay"), ["--log-level", "warning", "--tls-port", "none"], work)
+    try:
+        report = os.path.join(work, "push.json")
+        seconds = max(args.seconds, 5)
+        driver = subprocess.Popen(["taskset", "-c", "1", os.path.join(args.bin, "survey-cli"), "load", "push", "--relay", relay.url,
+                                   "--devices", str(devices), "--rate", str(rate), "--warmup", "2s", "--duration", f"{seconds}s",
+                                   "--report", report], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(3.5)
+        r0, d0, t0 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
+        time.sleep(seconds - 2)
+        r1, d1, t1 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
+        driver.wait(timeout=120)
+        throughput = json.load(open(report))["totals"]["throughput"]
+        deliveries = throughput * (t1 - t0)
+        return {"relay_us": (r1 - r0) / deliveries * 1e6, "driver_us": (d1 - d0) / deliveries * 1e6, "rate": throughput}
+    finally:
+        relay.stop()
+
+
+def spread(values, unit="us"):
+    return f"{statistics.median(values):8.1f} {unit} (spread {min(values):.1f}-{max(values):.1f})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--bin", default=".build/release")
+    parser.add_argument("--only", nargs="*", default=None, help="figures to measure (default: all)")
+    args = parser.parse_args()
+    if os.cpu_count() < 2:
+        sys.exit("needs two cores (the process under test on 0, the generator on 1)")
+    wanted = set(args.only or ["health", "register-kdf1", "register-kdf1000", "load-vs-wrk", "relay"])
+    work = tempfile.mkdtemp(prefix="pinned-")
+    results = {}
+    for run in range(args.runs):
+        print(f"run {run + 1} of {args.runs}", file=sys.stderr, flush=True)
+        if "health" in wanted:
+            results.setdefault("health", []).append(measure_wrk(args, work, 1, "/__admin/health"))
+        if "register-kdf1" in wanted:
+            results.setdefault("register-kdf1", []).append(measure_wrk(args, work, 1, "/register_user"))
+        if "register-kdf1000" in wanted:
+            results.setdefault("register-kdf1000", []).append(measure_wrk(args, work, 1000, "/register_user"))
+        if "load-vs-wrk" in wanted:
+            results.setdefault("load-vs-wrk", []).append(measure_load_register(args, work))
+        if "relay" in wanted:
+            results.setdefault("relay", []).append(measure_relay(args, work))
+    command = "python3 Benchmarks/scripts/pinned.py " + " ".join(sys.argv[1:])
+    print(f"# {command}  ({args.runs} runs, {args.seconds} s each; server/relay on core 0, generator on core 1)")
+    if "health" in results:
+        print(f"health            server {spread([r['server_us'] for r in results['health']])} per request")
+    for name in ("register-kdf1", "register-kdf1000"):
+        if name in results:
+            line = f"{name:17} server {spread([r['server_us'] for r in results[name]])} per registration"
+            if "health" in results and name == "register-kdf1":
+                ratios = [r["server_us"] / h["server_us"] for r, h in zip(results[name], results["health"])]
+                line += f"; ratio to health {statistics.median(ratios):.2f} (spread {min(ratios):.2f}-{max(ratios):.2f})"
+            print(line)
+    if "load-vs-wrk" in results:
+        rows = results["load-vs-wrk"]
+        print(f"load-vs-wrk       survey-cli load register {spread([r['load_us'] for r in rows])}, wrk {spread([r['wrk_us'] for r in rows])} "
+              f"per registration; ratio {statistics.median([r['ratio'] for r in rows]):.2f} "
+              f"(spread {min(r['ratio'] for r in rows):.2f}-{max(r['ratio'] for r in rows):.2f})")
+    if "relay" in results:
+        rows = results["relay"]
+        print(f"relay             relay {spread([r['relay_us'] for r in rows])}, driver {spread([r['driver_us'] for r in rows])} per delivery "
+              f"at {statistics.median([r['rate'] for r in rows]):.0f}/s")
+
+
+if __name__ == "__main__":
+    main()
