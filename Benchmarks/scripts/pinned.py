@@ -38,15 +38,15 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / HZ
 
 
-def run_pinned(core, argv, **kwargs):
-    """Runs argv on `core`; returns (stdout, its CPU seconds from rusage)."""
-    process = subprocess.Popen(["taskset", "-c", str(core), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+def run_pinned(core, argv):
+    """Runs argv on `core` to its end; (stdout, stderr, exit status). Its CPU is read with ``child_cpu`` around the call."""
+    process = subprocess.Popen(["taskset", "-c", str(core), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = process.communicate()
-    # communicate() has reaped it; its rusage is in the children's totals, read as a difference around the call.
     return out, err, process.returncode
 
 
 def child_cpu():
+    """CPU seconds of every child reaped so far (taskset execs the tool, so its rusage is the tool's)."""
     usage = os.times()
     return usage.children_user + usage.children_system
 
@@ -83,10 +83,11 @@ def wrk(url, seconds, script=None, connections=64):
     return requests, tool
 
 
-def register_script(work, participants_file):
+def write_bodies(participants_file, bodies):
+    """The `/register_user` form bodies of `survey-cli load setup`'s participants, as a Lua table (what `survey-cli load
+    register` sends); also used by registration-wrk.sh."""
     doc = json.load(open(participants_file))
     people = doc["participants"] if isinstance(doc, dict) else doc
-    bodies = os.path.join(work, "bodies.lua")
     with open(bodies, "w") as out:
         out.write("return {\n")
         for i, p in enumerate(people):
@@ -96,6 +97,11 @@ def register_script(work, participants_file):
                                            "timezone": "America/New_York", "fcm_token": f"wrk-{p['patient_id']}"})
             out.write(json.dumps(form) + ",\n")
         out.write("}\n")
+
+
+def register_script(work, participants_file):
+    bodies = os.path.join(work, "bodies.lua")
+    write_bodies(participants_file, bodies)
     script = os.path.join(work, "register.lua")
     with open(script, "w") as out:
         out.write(f"""

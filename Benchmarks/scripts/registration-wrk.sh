@@ -36,20 +36,8 @@ echo "server $url (${STORE:-sqlite}), --kdf-iterations $kdf, wrk -t2 -c$connecti
 "$bin/survey-cli" load setup --server "$url" --participants "$participants" --out "$work/p.json" >&2
 
 # The form bodies, as a Lua table (what survey-cli load register sends).
-python3 - "$work/p.json" "$work/bodies.lua" <<'PY'
-import base64, hashlib, json, sys, urllib.parse
-doc = json.load(open(sys.argv[1]))
-people = doc["participants"] if isinstance(doc, dict) else doc
-with open(sys.argv[2], "w") as out:
-    out.write("return {\n")
-    for i, p in enumerate(people):
-        device_hash = base64.urlsafe_b64encode(hashlib.sha256(p["password"].encode()).digest()).decode()
-        form = urllib.parse.urlencode({"patient_id": p["patient_id"], "password": device_hash, "device_id": f"wrk-{i}",
-                                       "new_password": p["password"], "phone_number": "NOT_SUPPLIED",
-                                       "timezone": "America/New_York", "fcm_token": f"wrk-{p['patient_id']}"})
-        out.write(json.dumps(form) + ",\n")
-    out.write("}\n")
-PY
+python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import pinned; pinned.write_bodies(sys.argv[2], sys.argv[3])' \
+    "$(dirname "$0")" "$work/p.json" "$work/bodies.lua"
 cat > "$work/register.lua" <<LUA
 local threads = {}
 local counter = 0

@@ -122,9 +122,8 @@ public actor DeviceFleet {
 
     /// Answers a stored survey of a device; returns once the server took the upload.
     public func answer(_ id: String, _ body: DeviceWire.Answers) async throws(Failure) {
-        do { try await device(id).submit(body) } catch let error as Failure { throw error } catch {
-            throw Self.failure(error as? SurveyClientError ?? SurveyClientError(code: "error", message: "\(error)"))
-        }
+        let device = try device(id)
+        do { try await device.submit(body) } catch { throw Self.failure(error) }
     }
 
     /// Stops every device (their directories stay).

@@ -108,13 +108,7 @@ actor HostedDevice {
             let seen = newest.value
             let page = await page(after: after, until: until)
             if page.satisfied || ContinuousClock.now >= deadline || Task.isCancelled { return page }
-            let remaining = deadline - ContinuousClock.now
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await self.newest.wait { $0 != seen } }
-                group.addTask { try? await Task.sleep(for: remaining) }
-                await group.next()
-                group.cancelAll()
-            }
+            _ = await newest.wait(until: { $0 != seen }, timeout: deadline - ContinuousClock.now)
         }
     }
 

@@ -62,4 +62,19 @@ package final class ObservedValue<Value: Sendable>: Sendable {
             waiter?.continuation.resume(returning: nil)
         }
     }
+
+    /// The value once `condition` holds, or nil when `timeout` passes first (or the task is cancelled). The waiting task
+    /// is suspended; no thread waits.
+    package func wait(until condition: @escaping @Sendable (Value) -> Bool, timeout: Duration) async -> Value? {
+        await withTaskGroup(of: Value?.self) { group in
+            group.addTask { await self.wait(until: condition) }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
 }

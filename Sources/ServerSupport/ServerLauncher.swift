@@ -119,17 +119,7 @@ package enum ServerLauncher {
         // The server has stopped accepting and told every connection to finish: each closes once it has written the
         // answers it owed (a request still arriving gets half a second). Hummingbird's server returns before that (a
         // connection here is not a task it waits for), so the wait is here; one still open at the end is cut off.
-        let drained = await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await HTTPConnection.open.wait { $0 == 0 } != nil }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(800))
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-        if !drained {
+        if await HTTPConnection.open.wait(until: { $0 == 0 }, timeout: .milliseconds(800)) == nil {
             ShutdownDeadline.forced(logger: logger, "\(HTTPConnection.open.value) connection(s) still open when the stop's time ran out")
         }
     }

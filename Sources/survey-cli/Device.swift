@@ -79,9 +79,6 @@ enum DeviceOutput {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
-    /// The `event` name a client event is printed with.
-    static func name(of event: SurveyClientEvent) -> String { DeviceEventLine.name(of: event) }
-
     static func event(_ event: SurveyClientEvent) { line(DeviceEventLine.object(event)) }
 
     static func failure(_ code: String, _ message: String, status: Int? = nil) {
@@ -302,6 +299,6 @@ struct ListenUntil: Sendable {
     }
 
     func matches(_ event: SurveyClientEvent) -> Bool {
-        DeviceOutput.name(of: event) == self.event
+        DeviceEventLine.name(of: event) == self.event
     }
 }

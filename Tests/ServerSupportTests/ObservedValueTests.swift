@@ -26,3 +26,14 @@ import Testing
         #expect(value.value == "x")
     }
 }
+
+@Suite struct ObservedValueTimeoutTests {
+    @Test func aTimedWaitEndsWithNilWhenNothingChangesAndWithTheValueWhenItDoes() async {
+        let value = ObservedValue(0)
+        #expect(await value.wait(until: { $0 == 1 }, timeout: .milliseconds(50)) == nil)
+        let waiting = Task { await value.wait(until: { $0 == 2 }, timeout: .seconds(60)) }
+        try? await Task.sleep(for: .milliseconds(20))
+        value.update { $0 = 2 }
+        #expect(await waiting.value == 2)
+    }
+}

@@ -58,7 +58,7 @@ struct PushDispatcher: Sendable {
         } catch {
             return Outcome(status: "relay_error", relayStatus: nil, reason: "could not encode the push: \(error)")
         }
-        return await deliver(request, os: os, id: id)
+        return await deliver(request, apnsID: os == "ios" ? id : nil)
     }
 
     /// What the alert says (Beiwe's wording).
@@ -90,7 +90,7 @@ struct PushDispatcher: Sendable {
             } catch {
                 return Outcome(status: "relay_error", relayStatus: nil, reason: "no FCM credential: \(error)")
             }
-            let outcome = await deliver(request, os: nil, id: "")
+            let outcome = await deliver(request, apnsID: nil)
             if outcome.relayStatus == 401, attempt == 0 {
                 await credential.invalidate(relayURL: relayURL)
                 continue
@@ -100,8 +100,9 @@ struct PushDispatcher: Sendable {
         return Outcome(status: "relay_error", relayStatus: 401, reason: "UNAUTHENTICATED")
     }
 
-    /// Sends one provider request and reads what the relay said.
-    private func deliver(_ request: TransportRequest, os: String?, id: String) async -> Outcome {
+    /// Sends one provider request and reads what the relay said. `apnsID`: the request went to APNs with this id (the
+    /// message id is then its `apns-id`; otherwise FCM names it in `name`).
+    private func deliver(_ request: TransportRequest, apnsID: String?) async -> Outcome {
         var timed = request
         timed.timeout = .seconds(10)
         do {
@@ -109,8 +110,8 @@ struct PushDispatcher: Sendable {
             switch response.status {
             case 200:
                 // APNs answers the message's id in `apns-id`; FCM names it in `name` (projects/P/messages/ID).
-                let messageID = os == "ios" ? (response.header("apns-id") ?? id)
-                    : (try? response.decode(RelayWire.FCMSendResponse.self)).flatMap { $0.name.split(separator: "/").last.map(String.init) }
+                let messageID = apnsID.map { response.header("apns-id") ?? $0 }
+                    ?? (try? response.decode(RelayWire.FCMSendResponse.self)).flatMap { $0.name.split(separator: "/").last.map(String.init) }
                 return Outcome(status: "sent", relayStatus: 200, reason: nil, messageID: messageID)
             case 410, 404:
                 return Outcome(status: "token_unregistered", relayStatus: response.status, reason: Self.reason(response))

@@ -77,13 +77,7 @@ package struct ListingQuery: Sendable {
             let items = try await fetch()
             let now = ContinuousClock.now
             if wait == nil || items.count >= minCount || now >= deadline || Task.isCancelled { return items }
-            let pause = min(recheck, deadline - now)
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await changes.wait { $0 != seen } }
-                group.addTask { try? await Task.sleep(for: pause) }
-                await group.next()
-                group.cancelAll()
-            }
+            _ = await changes.wait(until: { $0 != seen }, timeout: min(recheck, deadline - now))
         }
     }
 }

@@ -101,11 +101,6 @@ package final class RequestJournal: Sendable {
         }
     }
 
-    /// Newest first: at most `limit`, only paths starting with `pathPrefix`, only `status`.
-    package func entries(limit: Int = 100, pathPrefix: String? = nil, status: Int? = nil) -> [Entry] {
-        entries(limit: limit, Filter(pathPrefix: pathPrefix, status: status))
-    }
-
     /// Newest first: at most `limit` entries `filter` keeps.
     package func entries(limit: Int = 100, _ filter: Filter) -> [Entry] {
         let all: [Entry] = ring.withLock { ring in
