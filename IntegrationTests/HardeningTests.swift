@@ -91,9 +91,20 @@ extension Integration {
             #expect(tooFar.status == 400 && errorCode(tooFar) == "clock_move_too_far")
             let advance = try await trio.http.send(.json(url, body: ["advance_seconds": .number(Double(400 * 86_400 + 1))] as JSONValue))
             #expect(advance.status == 400 && errorCode(advance) == "out_of_range")
-            // Back in time is not limited (nothing is walked); forward within 400 days is.
-            #expect(try await trio.http.send(.json(url, body: ["freeze_at": "2020-01-01T00:00:00Z"] as JSONValue)).status == 200)
-            #expect(try await trio.http.send(.json(url, body: ["freeze_at": "2020-12-31T00:00:00Z"] as JSONValue)).status == 200)
+            // Issue 35: a move back in time used to be taken silently (the clock went back, walking nothing); it is refused
+            // with its own code, and the study's clock and history stay as they were.
+            let before = try await trio.admin.clock(study: setup.study.studyID).now
+            let back = try await trio.http.send(.json(url, body: ["freeze_at": "2020-01-01T00:00:00Z"] as JSONValue))
+            #expect(back.status == 409 && errorCode(back) == "clock_move_backwards")
+            #expect(try await trio.admin.clock(study: setup.study.studyID).now == before)
+            // Forward within 400 days is taken, and so is a move to the time the clock shows.
+            #expect(try await trio.http.send(.json(url, body: ["freeze_at": "2027-01-01T00:00:00Z"] as JSONValue)).status == 200)
+            #expect(try await trio.http.send(.json(url, body: ["freeze_at": "2027-01-01T00:00:00Z"] as JSONValue)).status == 200)
+            // Ahead of real time, a return to real time would go back too.
+            let ahead = try await trio.admin.createStudy(.init(name: "Ahead", timezone: "America/Chicago", scheduling: "server",
+                                                               clock: .init(frozenAt: WireTime.format(Date().addingTimeInterval(86_400)))))
+            let real = try await trio.http.send(.json(trio.server.url + "/__admin/studies/\(ahead.studyID)/clock", body: ["real": true] as JSONValue))
+            #expect(real.status == 409 && errorCode(real) == "clock_move_backwards")
         }
     }
 

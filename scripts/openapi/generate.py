@@ -388,9 +388,9 @@ MOCK_SCHEMAS = {
                        "body": ANY}, ["document_id", "app_id", "ping", "received_at", "body"]),
     "SeqGaps": obj({"client_id": S, "ping": S, "stored": I, "highest": I, "missing": arr(I), "missing_count": I},
                    ["client_id", "ping", "stored", "highest", "missing"]),
-    "ClockRequest": req({"freeze_at": {**TIME_LIMITED, "description": "RFC 3339, years 1970-2999, at most 400 days past the study clock"},
+    "ClockRequest": req({"freeze_at": {**TIME_LIMITED, "description": "RFC 3339, years 1970-2999, not before the study clock (409 clock_move_backwards) and at most 400 days past it (400 clock_move_too_far)"},
                          "advance_seconds": {"type": "integer", "minimum": 0, "maximum": 34560000},
-                         "real": {"type": "boolean", "description": "true: the study follows real time again"}}, extra=False, minProperties=1, maxProperties=1,
+                         "real": {"type": "boolean", "description": "true: the study follows real time again (409 clock_move_backwards while its clock is ahead of real time)"}}, extra=False, minProperties=1, maxProperties=1,
                         description="Exactly one of `freeze_at`, `advance_seconds`, `real`."),
     "ClockResult": obj({"now": TIME, "mode": S, "fired": arr(ref("PushLogEntry"))}, ["now", "mode", "fired"]),
     "FeatureSetting": obj({"rollout": ANY, "experiment": {"oneOf": [{"type": "null"}, obj({"slug": {"type": "string", "minLength": 1}, "branches": arr(obj(

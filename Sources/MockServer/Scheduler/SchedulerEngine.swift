@@ -49,9 +49,17 @@ final class SchedulerEngine: Sendable {
                 target = self.realNow()
             }
             // Every due moment between the two times is walked (and occurrences materialized up to the target): one
-            // `freeze_at` or `advance_seconds` goes forward at most 400 days. Going back walks nothing and is not limited,
-            // and a return to real time is always allowed (it walks what lies between, as far as that is).
+            // `freeze_at` or `advance_seconds` goes forward at most 400 days, and a return to real time walks what lies
+            // between, as far as that is. A study's clock never goes back (its pushes, retries and expiries are history):
+            // a test that wants an earlier time starts a study frozen there (or resets the server).
             let span = target.timeIntervalSince(current)
+            guard span >= 0 else {
+                let field = request.freezeAt != nil ? "freeze_at" : "real"
+                throw APIError(.conflict, code: "clock_move_backwards",
+                               "\(field) would move the study's clock back from \(WireTime.format(current)) to \(WireTime.format(target)); "
+                                   + "a study's clock only goes forward: create a study frozen at the earlier time, or POST /__admin/reset",
+                               field: field)
+            }
             guard request.real != nil || span <= TimeInterval(WireLimits.clockMoveSeconds.upperBound) else {
                 let field = request.freezeAt != nil ? "freeze_at" : "advance_seconds"
                 throw APIError(.badRequest, code: "clock_move_too_far",
