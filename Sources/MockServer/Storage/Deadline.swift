@@ -10,8 +10,15 @@ import Synchronization
 /// the limit passes first, the caller gets the timeout error at once and the task is cancelled (postgres-nio closes
 /// the connection of a cancelled query). The caller's own cancellation ends the wait the same way.
 enum Deadline {
+    /// How often `lost` is asked while an operation runs.
+    static let lostCheckInterval: Duration = .seconds(1)
+
     /// The result of `operation`, or `timeout()` thrown once `limit` has passed.
+    /// - Parameter lost: asked every ``lostCheckInterval`` while the operation runs; an error it returns ends the wait
+    ///   at once (the connection the operation runs on has closed: a query in flight on a connection PostgreSQL dropped
+    ///   may never be answered, and waiting out a 120 s limit held a lock connection and the locks behind it).
     static func run<T: Sendable>(_ limit: Duration, timeout: @escaping @Sendable () -> any Error,
+                                 lost: (@Sendable () -> (any Error)?)? = nil,
                                  _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         let race = Race<T>()
         return try await withTaskCancellationHandler {
@@ -22,7 +29,19 @@ enum Deadline {
                 }
                 race.watch(work)
                 race.arm(Task {
-                    try? await Task.sleep(for: limit)
+                    let end = ContinuousClock.now + limit
+                    if let lost {
+                        while ContinuousClock.now < end {
+                            try? await Task.sleep(for: min(lostCheckInterval, end - .now))
+                            guard !Task.isCancelled else { return }
+                            if let error = lost() {
+                                race.finish(.failure(error))
+                                return
+                            }
+                        }
+                    } else {
+                        try? await Task.sleep(for: limit)
+                    }
                     guard !Task.isCancelled else { return }
                     race.finish(.failure(timeout()))
                 })
@@ -88,6 +107,12 @@ enum Deadline {
 }
 
 extension PostgresStoreError {
+    /// The connection an operation ran on closed before it answered.
+    static func connectionLost(during what: String) -> APIError {
+        APIError(.serviceUnavailable, code: "database_unavailable",
+                 "the connection to PostgreSQL closed during \(what); retry the request", headers: [.retryAfter: "1"])
+    }
+
     /// An operation that did not finish within its limit: the database went away or stopped answering.
     static func timedOut(_ what: String, after limit: Duration) -> APIError {
         APIError(.serviceUnavailable, code: "database_unavailable",

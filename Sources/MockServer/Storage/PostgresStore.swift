@@ -73,6 +73,11 @@ final class PostgresStore: Store {
         // Locks held at once by this process: a lock waiting here holds nothing, and a holder's work uses `client`.
         var lockConfiguration = configuration
         lockConfiguration.options.maximumConnections = Self.lockPoolSize(url.poolSize)
+        // Kept open (and opened again when they close): postgres-nio's pool opens a connection for a waiting lease only
+        // when a *new* lease comes, not when a connection closes. When PostgreSQL was killed under load every lock
+        // connection closed while leased, and the leases queued behind them waited for ever, since every request that
+        // could have asked for a new lease was queued behind them for the study's lock (scripts/phones' outage round).
+        lockConfiguration.options.minimumConnections = lockConfiguration.options.maximumConnections
         lockClient = PostgresClient(configuration: lockConfiguration, backgroundLogger: background)
         lockRunner = Task { [lockClient] in await lockClient.run() }
     }
@@ -98,10 +103,15 @@ final class PostgresStore: Store {
     /// How long taking an advisory lock may wait: another instance's clock move can hold a study for a while.
     static let lockLimit: Duration = .seconds(120)
 
-    /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`.
-    private func bounded<T: Sendable>(_ what: String, _ limit: Duration = operationLimit,
+    /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`. With `on`, the
+    /// operation runs on that connection and the wait ends within a second of the connection closing, with a 503 too.
+    private func bounded<T: Sendable>(_ what: String, _ limit: Duration = operationLimit, on connection: PostgresConnection? = nil,
                                       _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await Deadline.run(limit, timeout: { PostgresStoreError.timedOut(what, after: limit) }, operation)
+        var lost: (@Sendable () -> (any Error)?)?
+        if let connection {
+            lost = { connection.isClosed ? PostgresStoreError.connectionLost(during: what) : nil }
+        }
+        return try await Deadline.run(limit, timeout: { PostgresStoreError.timedOut(what, after: limit) }, lost: lost, operation)
     }
 
     /// Runs one statement (autocommit) and returns its rows.
@@ -234,7 +244,11 @@ final class PostgresStore: Store {
             do {
                 // A statement's error arrives with its rows: collect them. Bounded: a lock connection that died while
                 // waiting must not hold this process's in-process lock for ever.
-                _ = try await bounded("an advisory lock", Self.lockLimit) { [logger] in try await connection.query(lock, logger: logger).collect() }
+                // Ended at once when the lock connection closes: PostgreSQL killed under load lost lock queries in flight,
+                // and each held one of the lock pool's connections until the limit (every later lock waited behind them).
+                _ = try await bounded("an advisory lock", Self.lockLimit, on: connection) { [logger] in
+                    try await connection.query(lock, logger: logger).collect()
+                }
             } catch {
                 if timeout != nil { _ = try? await connection.query("RESET lock_timeout", logger: logger) }
                 if let error = error as? PSQLError, timeout != nil, error.serverInfo?[.sqlState] == "55P03" { return nil }
@@ -242,7 +256,7 @@ final class PostgresStore: Store {
             }
             if timeout != nil { try await connection.query("RESET lock_timeout", logger: logger) }
             // The unlock is bounded too; a connection that died took its session's locks with it.
-            let release = { @Sendable [logger] in _ = try await self.bounded("an unlock") { try await connection.query(unlock, logger: logger) } }
+            let release = { @Sendable [logger] in _ = try await self.bounded("an unlock", on: connection) { try await connection.query(unlock, logger: logger) } }
             do {
                 let value = try await body()
                 try await release()
