@@ -27,8 +27,10 @@ public actor SurveyClient {
     private let continuation: AsyncStream<SurveyClientEvent>.Continuation
 
     let configuration: SurveyClientConfiguration
-    let http: TransportClient
-    private let ownsHTTP: Bool
+    /// Where requests go: the network, or a server in memory (tests).
+    let http: any HTTPTransport
+    /// The HTTP client this client made (and shuts down on `close()`); nil when it was given one.
+    private let ownedHTTP: TransportClient?
     let api: MobileAPI
     let files: ClientStore
     let logger: Logger
@@ -38,10 +40,8 @@ public actor SurveyClient {
         didSet { eventLog.setRecording(isUploadEnabled) }
     }
     private var streamTask: BackgroundJob?
-    /// The last relay message fully handled on the stream (sent as `Last-Event-ID` on reconnect).
-    private var lastHandledMessageID: String?
-    /// Set when a push could not be handled: reconnect without `Last-Event-ID` so the relay sends it again.
-    private var resumeBlocked = false
+    /// The push stream's connection loop (connect, read, back off, renew a token that is gone) and its resume point.
+    private var pushStream = PushStreamMachine()
     /// idle → running → closed.
     private var lifecycle = ClientLifecycle()
     /// Every background task below runs in this one task group (driven by `run()`, or by its owner task).
@@ -104,9 +104,16 @@ public actor SurveyClient {
     ///   - now: the device clock.
     public init(configuration: SurveyClientConfiguration, httpClient: TransportClient? = nil, logger: Logger = Logger(label: "survey-sdk"),
                 now: @escaping @Sendable () -> Date = { Date() }) throws(SurveyClientError) {
+        let owned = httpClient == nil ? TransportClient() : nil
+        try self.init(configuration: configuration, transport: httpClient ?? owned!, owning: owned, logger: logger, now: now)
+    }
+
+    /// Creates a client whose requests go through `transport` (a server kept in memory, in the SDK's own tests).
+    init(configuration: SurveyClientConfiguration, transport: any HTTPTransport, owning owned: TransportClient? = nil,
+         logger: Logger = Logger(label: "survey-sdk"), now: @escaping @Sendable () -> Date = { Date() }) throws(SurveyClientError) {
         self.configuration = configuration
-        self.http = httpClient ?? TransportClient()
-        self.ownsHTTP = httpClient == nil
+        self.http = transport
+        self.ownedHTTP = owned
         self.api = MobileAPI(client: http, configuration: configuration)
         self.files = try ClientStore(root: configuration.storageDirectory, logger: logger)
         self.logger = logger
@@ -274,6 +281,7 @@ public actor SurveyClient {
         uploadRetryTask = nil
         heartbeatTask = nil
         pingWaitTask = nil
+        pushStream.stop()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         intake.streamEnded()
@@ -294,7 +302,7 @@ public actor SurveyClient {
         }
         background.shutdown()
         continuation.finish()
-        if ownsHTTP { http.shutdown() }
+        ownedHTTP?.shutdown()
         eventLog.close()
         files.releaseLock()
         closeRequest.fire()
@@ -376,28 +384,25 @@ public actor SurveyClient {
 
     /// What one attempt at renewing a rotated or deleted token came to.
     enum RenewalOutcome: Sendable, Equatable {
-        /// A new stream runs on the new token (or the client is stopping): the old stream's task ends.
+        /// The server holds the new token (or the client is stopping).
         case done
         /// Failed; try again after a backoff. `minted` tells whether the new token exists already (only telling the
         /// server is left).
         case failed(minted: Bool)
     }
 
-    /// One attempt at renewing the token. Called from the old stream's task, which sleeps between attempts *without*
-    /// holding the client (a client dropped while the relay or the server is down is freed, and its directory
-    /// unlocked); `stop()` still cancels it. A new token is minted once; if telling the server fails, only that is
-    /// retried (the token is saved, and `RelayLink` remembers the server lacks it).
-    private func renewTokenAttempt(minted: Bool) async -> RenewalOutcome {
-        var minted = minted
+    /// One attempt at renewing the token (``PushStreamMachine/Action/renew(mint:reportGone:)``). Called from the stream's
+    /// task, which waits between attempts *without* holding the client (a client dropped while the relay or the server
+    /// is down is freed, and its directory unlocked); `stop()` still cancels it. A new token is minted once; if telling
+    /// the server fails, only that is retried (the token is saved, and `RelayLink` remembers the server lacks it).
+    private func renewTokenAttempt(mint: Bool) async -> RenewalOutcome {
+        var minted = !mint
         do {
-            if !minted {
+            if mint {
                 try await obtainToken()
                 minted = true
             }
             try await announceTokenIfNeeded()
-            guard !Task.isCancelled else { return .done }
-            streamTask = nil
-            startStream()
             return .done
         } catch {
             if error.isCancellation { return .done }
@@ -439,62 +444,86 @@ public actor SurveyClient {
         try save()
     }
 
+    /// Runs the push stream's loop: ``PushStreamMachine`` decides, this task performs each action and reports back. The
+    /// client is held for each call only, never across a wait or a read: a client dropped without `close()` ends its
+    /// stream (no reconnecting for ever behind a later client's back).
     private func startStream() {
-        guard streamTask == nil, let token = state.relayToken, let relayURL = configuration.relayURL else { return }
+        guard streamTask == nil, state.relayToken != nil, configuration.relayURL != nil else { return }
+        let (run, first) = pushStream.start()
         let http = self.http
-        let url = "\(relayURL)/v1/devices/\(token)/stream"
         let logger = self.logger
         let deadAfter = configuration.relayKeepalive * 2.5
         streamTask = background.spawn { [weak self] in
-            // 0.1 s doubling to 5 s after failed attempts; after a stream that was up and ended, a short jitter only,
-            // so devices that lost their streams together do not come back together.
-            var backoff = Backoff.stream
-            var wait = Duration.zero
+            var action = first
+            var open: TransportClient.EventStream?
             while !Task.isCancelled {
-                // A client dropped without `close()` ends its stream (no reconnecting for ever behind a later client's back).
-                guard self != nil else { return }
-                var request = TransportRequest(url: url)
-                if let id = await self?.resumeFromEventID() { request.headers.append(("Last-Event-ID", id)) }
-                do {
-                    let stream = try await http.eventStream(request)
-                    if stream.status == 200 {
-                        backoff.reset()
-                        wait = .milliseconds(Int.random(in: 20...100))
-                        await self?.streamConnected()
-                        weak let client = self
+                let event: PushStreamMachine.Event
+                switch action {
+                case .finish:
+                    return
+                case .connect(let lastEventID):
+                    guard let request = await self?.streamRequest(lastEventID: lastEventID) else { return }
+                    do {
+                        let stream = try await http.eventStream(request)
+                        switch stream.status {
+                        case 200: open = stream; event = .connected
+                        case 404, 410: event = .tokenGone(status: stream.status)
+                        default: event = .refused(status: stream.status)
+                        }
+                    } catch {
+                        if Task.isCancelled { return }
+                        logger.debug("push stream did not open", metadata: ["error": "\(error)"])
+                        event = .failed
+                    }
+                case .read:
+                    guard let stream = open else { return }
+                    open = nil
+                    weak let client = self
+                    do {
                         let ended = try await Self.consume(stream.items, deadAfter: deadAfter,
                                                            handle: { event in await client?.handle(event) },
                                                            tick: { await client?.runDueRetries() ?? .seconds(1) })
-                        await self?.streamEnded()
-                        if ended == .dead {
-                            logger.debug("push stream silent for \(deadAfter); reconnecting")
-                            await self?.emit(.streamReconnecting(reason: "dead"))
-                        }
-                    } else if stream.status == 410 || stream.status == 404 {
-                        // The token was rotated or deleted: get a new one, tell the server, stream on it.
-                        await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(stream.status) for the stream", status: stream.status)))
-                        var renewal = Backoff.outbox
-                        var minted = false
-                        while !Task.isCancelled {
-                            // The client is held for the attempt only, never across the sleep.
-                            guard let outcome = await self?.renewTokenAttempt(minted: minted) else { return }
-                            guard case .failed(let done) = outcome else { return }
-                            minted = done
-                            try? await Task.sleep(for: renewal.failed())
-                        }
-                        return
-                    } else {
-                        wait = backoff.failed()
+                        event = .ended(dead: ended == .dead)
+                    } catch {
+                        if Task.isCancelled { return }
+                        logger.debug("push stream dropped", metadata: ["error": "\(error)"])
+                        event = .failed
                     }
-                } catch {
                     await self?.streamEnded()
-                    if Task.isCancelled { return }
-                    wait = backoff.failed()
-                    logger.debug("push stream dropped", metadata: ["error": "\(error)"])
+                case .wait(let duration, let reconnecting):
+                    if reconnecting {
+                        logger.debug("push stream silent for \(deadAfter); reconnecting")
+                        await self?.emit(.streamReconnecting(reason: "dead"))
+                    }
+                    try? await Task.sleep(for: duration)
+                    event = .waitOver
+                case .renew(let mint, let reportGone):
+                    if let status = reportGone {
+                        await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(status) for the stream", status: status)))
+                    }
+                    guard let outcome = await self?.renewTokenAttempt(mint: mint) else { return }
+                    switch outcome {
+                    case .done: event = .renewed
+                    case .failed(let minted): event = .renewalFailed(minted: minted)
+                    }
                 }
-                try? await Task.sleep(for: wait)
+                guard !Task.isCancelled, let next = await self?.streamEvent(event, run: run) else { return }
+                action = next
             }
         }
+    }
+
+    /// Feeds an event of loop `run` to the machine.
+    private func streamEvent(_ event: PushStreamMachine.Event, run: Int) -> PushStreamMachine.Action {
+        pushStream.event(event, run: run)
+    }
+
+    /// The stream request on the token in use, resuming after `lastEventID`; nil without a token or relay.
+    private func streamRequest(lastEventID: String?) -> TransportRequest? {
+        guard let token = state.relayToken, let relayURL = configuration.relayURL else { return nil }
+        var request = TransportRequest(url: "\(relayURL)/v1/devices/\(token)/stream")
+        if let lastEventID { request.headers.append(("Last-Event-ID", lastEventID)) }
+        return request
     }
 
     /// How a stream ended.
@@ -537,17 +566,6 @@ public actor SurveyClient {
         }
     }
 
-    /// A new stream is up: forget the resume point's failure flag.
-    private func streamConnected() {
-        resumeBlocked = false
-    }
-
-    /// The `Last-Event-ID` to resume from: the last push handled, unless a push since then failed (the relay would
-    /// skip it too).
-    private func resumeFromEventID() -> String? {
-        resumeBlocked ? nil : lastHandledMessageID
-    }
-
     /// The stream ended: pushes still being fetched come again on the next connection (they were not acked).
     private func streamEnded() {
         intake.streamEnded()
@@ -566,7 +584,7 @@ public actor SurveyClient {
         } catch {
             // Not a survey push (or malformed): acknowledge so it is not sent again, and report it.
             await ack(message.id)
-            lastHandledMessageID = message.id
+            pushStream.handled(message.id)
             emit(.error(SurveyClientError(code: "bad_push", message: "\(error)")))
             return
         }
@@ -578,7 +596,7 @@ public actor SurveyClient {
             return
         case .duplicate:
             await ack(message.id)
-            lastHandledMessageID = message.id
+            pushStream.handled(message.id)
             emit(.duplicateIgnored(messageID: message.id))
         case .fetch(let surveys):
             emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
@@ -662,10 +680,10 @@ public actor SurveyClient {
         switch completion {
         case .done:
             await ack(messageID)
-            lastHandledMessageID = messageID
+            pushStream.handled(messageID)
         case .retry(let after, let firstFailure):
             // Fetched again on the live stream once the wait is over (`runDueRetries`); the error is reported once.
-            resumeBlocked = true
+            pushStream.handleFailed()
             if firstFailure { for error in failures { emit(.error(error)) } }
             logger.debug("push fetch failed; retrying", metadata: ["message": "\(messageID)", "after": "\(after)"])
         }

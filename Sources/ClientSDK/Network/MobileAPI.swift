@@ -4,7 +4,7 @@ import Transport
 
 /// Form requests to the study server's mobile API, with the credentials and device fields every request carries.
 struct MobileAPI: Sendable {
-    let client: TransportClient
+    let client: any HTTPTransport
     let configuration: SurveyClientConfiguration
 
     func path(_ endpoint: String) -> String {

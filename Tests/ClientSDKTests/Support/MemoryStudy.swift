@@ -1,0 +1,280 @@
+import Foundation
+import Synchronization
+import SurveyCrypto
+import SurveyWire
+import Transport
+@testable import ClientSDK
+
+/// A study server and a push relay kept in memory, reached through ``HTTPTransport``: a client's whole flows
+/// (registration, the push stream, fetches, acks, uploads, token renewal) run in a unit test, without processes or
+/// sockets, and a test can hold any route's requests to drive an interleaving step by step.
+///
+/// The routes answer as the mock server and the relay do (PROTOCOL.md §1, §4), with `beiweOnly` as the real Beiwe
+/// does for the two routes it lacks (its HTML 404 page).
+final class MemoryStudy: HTTPTransport {
+    static let serverURL = "http://study.test"
+    static let relayURL = "http://relay.test"
+    /// One key for every test (making an RSA-2048 key takes a while).
+    static let key: RSAKey = try! RSAKey.generate()
+
+    /// A request as the study or the relay saw it.
+    struct Seen: Sendable {
+        var method: String
+        var path: String
+        var form: [String: String]
+        var headers: [(name: String, value: String)]
+    }
+
+    private struct Message: Sendable {
+        var id: String
+        var data: [UInt8]
+    }
+
+    private struct State {
+        var seen: [Seen] = []
+        var minted = 0
+        /// Tokens the relay no longer knows (the stream answers 410).
+        var gone: Set<String> = []
+        /// Unacked messages per token, sent on every stream open.
+        var backlog: [String: [Message]] = [:]
+        var streams: [String: AsyncThrowingStream<[UInt8], any Error>.Continuation] = [:]
+        var surveys: [String: SurveyEntry] = [:]
+        /// Answers that replace a route's next ones: path → statuses, first first.
+        var faults: [String: [Int]] = [:]
+        /// Routes whose requests wait until released.
+        var held: Set<String> = []
+        var waiting: [String: [(id: UUID, continuation: CheckedContinuation<Void, Never>)]] = [:]
+        var beiweOnly = false
+        var scheduling = "server"
+    }
+
+    private let state = Mutex(State())
+
+    init(beiweOnly: Bool = false) {
+        state.withLock { $0.beiweOnly = beiweOnly }
+    }
+
+    // MARK: What a test sets
+
+    /// Adds a survey the server serves.
+    func addSurvey(_ id: String, name: String = "Mood") {
+        let question: JSONValue = ["question_id": "q1", "question_type": "slider", "question_text": "How are you?", "min": "0", "max": "10"]
+        let entry = SurveyEntry(id: id, name: name, surveyType: "tracking_survey", content: [question], settings: [:], timings: [[], [], [], [], [], [], []])
+        state.withLock { $0.surveys[id] = entry }
+    }
+
+    /// Deletes a survey (a push naming it finds it gone).
+    func removeSurvey(_ id: String) { _ = state.withLock { $0.surveys.removeValue(forKey: id) } }
+
+    /// The next `count` requests to `path` (e.g. `/download_survey`, `/v1/devices`) answer `status`.
+    func fail(_ path: String, status: Int, count: Int = 1) {
+        state.withLock { $0.faults[path, default: []] += Array(repeating: status, count: count) }
+    }
+
+    /// Requests to `path` wait until ``release(_:)``.
+    func hold(_ path: String) { _ = state.withLock { $0.held.insert(path) } }
+
+    /// Lets the held requests to `path` (and later ones) go on.
+    func release(_ path: String) {
+        let waiting = state.withLock { state in
+            state.held.remove(path)
+            return state.waiting.removeValue(forKey: path) ?? []
+        }
+        for waiter in waiting { waiter.continuation.resume() }
+    }
+
+    /// The relay forgets `token` (as after an uninstall): its open stream ends, and the next one answers 410.
+    func forget(_ token: String) {
+        let stream = state.withLock { state in
+            state.gone.insert(token)
+            return state.streams.removeValue(forKey: token)
+        }
+        stream?.finish()
+    }
+
+    /// Sends a survey push to `token` (delivered now when its stream is open, else on its next open, until acked).
+    func push(to token: String, id: String, surveys: [String: [String]], nonce: String = UUID().uuidString) {
+        let push = SurveyPush(surveyIDs: surveys.keys.sorted(), sentTime: "2026-05-04T14:00:00", nonce: nonce, surveyUUIDs: surveys)
+        let payload = JSONValue.object(push.dataFields().mapValues { .string($0) })
+        let message = RelayWire.Message(id: id, payload: payload, priority: 10, collapseID: nil, pushType: nil, sentAt: 0)
+        let json = try! WireJSON.encodeString(message)
+        let bytes = Array("event: push\nid: \(id)\ndata: \(json)\n\n".utf8)
+        let stream = state.withLock { state in
+            state.backlog[token, default: []].append(Message(id: id, data: bytes))
+            return state.streams[token]
+        }
+        stream?.yield(bytes)
+    }
+
+    // MARK: What a test reads
+
+    /// Every request so far, in order.
+    var seen: [Seen] { state.withLock { $0.seen } }
+
+    /// The requests to `path` so far.
+    func seen(_ path: String) -> [Seen] { seen.filter { $0.path == path } }
+
+    /// Tokens minted so far, in order.
+    var mintedTokens: [String] { state.withLock { state in (0..<state.minted).map { Self.token($0) } } }
+
+    /// Tokens with a stream open now.
+    var openStreams: Set<String> { state.withLock { Set($0.streams.keys) } }
+
+    /// Messages sent to `token` and not acked.
+    func unacked(_ token: String) -> [String] { state.withLock { ($0.backlog[token] ?? []).map(\.id) } }
+
+    /// Waits (up to `timeout`) until `condition` holds; false when it did not.
+    func until(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+        let end = ContinuousClock.now + timeout
+        while ContinuousClock.now < end {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+
+    // MARK: HTTPTransport
+
+    func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
+        let (path, form) = Self.parse(request)
+        state.withLock { $0.seen.append(Seen(method: request.method, path: path, form: form, headers: request.headers)) }
+        await waitIfHeld(path)
+        if Task.isCancelled { throw TransportError(code: "cancelled", message: "cancelled") }
+        if let status = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
+            return Self.json(status, ["error": ["code": "fault", "message": "injected"]])
+        }
+        return answer(path: path, form: form, request: request)
+    }
+
+    func eventStream(_ request: TransportRequest) async throws(TransportError) -> TransportClient.EventStream {
+        let (path, _) = Self.parse(request)
+        state.withLock { $0.seen.append(Seen(method: request.method, path: path, form: [:], headers: request.headers)) }
+        await waitIfHeld(path)
+        if Task.isCancelled { throw TransportError(code: "cancelled", message: "cancelled") }
+        let parts = path.split(separator: "/").map(String.init)
+        guard parts.count == 4, parts[0] == "v1", parts[1] == "devices", parts[3] == "stream" else {
+            return TransportClient.EventStream(status: 404, chunks: AsyncThrowingStream { $0.finish() })
+        }
+        let token = parts[2]
+        if let status = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
+            return TransportClient.EventStream(status: status, chunks: AsyncThrowingStream { $0.finish() })
+        }
+        let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        let backlog: [Message]? = state.withLock { state in
+            guard !state.gone.contains(token), token.hasPrefix("tok-") else { return nil }
+            state.streams[token]?.finish()
+            state.streams[token] = continuation
+            return state.backlog[token] ?? []
+        }
+        guard let backlog else {
+            return TransportClient.EventStream(status: 410, chunks: AsyncThrowingStream { $0.finish() })
+        }
+        for message in backlog { continuation.yield(message.data) }
+        return TransportClient.EventStream(status: 200, chunks: chunks, onCancel: { [weak self] in
+            self?.state.withLock { state in
+                if state.streams[token] != nil { state.streams[token] = nil }
+            }
+        })
+    }
+
+    // MARK: Routes
+
+    private func answer(path: String, form: [String: String], request: TransportRequest) -> TransportResponse {
+        let parts = path.split(separator: "/").map(String.init)
+        if parts == ["v1", "devices"] {
+            let token = state.withLock { state in
+                defer { state.minted += 1 }
+                return Self.token(state.minted)
+            }
+            return Self.json(201, ["token": .string(token)])
+        }
+        if parts.count == 4, parts[0] == "v1", parts[1] == "devices", parts[3] == "ack" {
+            let ids = (try? WireJSON.decode(RelayWire.AckRequest.self, from: Data(request.body ?? [])))?.ids ?? []
+            state.withLock { $0.backlog[parts[2]]?.removeAll { ids.contains($0.id) } }
+            return Self.json(200, [:])
+        }
+        let beiweOnly = state.withLock { $0.beiweOnly }
+        switch path {
+        case "/register_user":
+            let scheduling = state.withLock { $0.scheduling }
+            var body: [String: JSONValue] = ["client_public_key": .string(Data(Self.key.publicKeyDER()).base64EncodedString()),
+                                             "study_id": "study-1", "timezone": "America/Chicago"]
+            if !beiweOnly { body["scheduling"] = .string(scheduling) }
+            return Self.json(200, .object(body))
+        case "/set_fcm_token", "/mobile-heartbeat":
+            return TransportResponse(status: 200, headers: [], body: [])
+        case "/confirm_notifications", "/download_survey":
+            if beiweOnly { return Self.beiwe404 }
+            if path == "/confirm_notifications" { return TransportResponse(status: 200, headers: [], body: []) }
+            guard let entry = state.withLock({ $0.surveys[form["survey_id"] ?? ""] }) else {
+                return Self.json(404, ["error": ["code": "survey_not_found", "message": "no such survey"]])
+            }
+            var served = entry
+            served.timings = nil
+            return TransportResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(try! WireJSON.encode(served)))
+        case "/download_surveys":
+            let list = state.withLock { $0.surveys.values.sorted { $0.id < $1.id } }
+            return TransportResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(try! WireJSON.encode(list)))
+        case "/upload":
+            return TransportResponse(status: 200, headers: [], body: Array("upload successful.".utf8))
+        default:
+            return Self.beiwe404
+        }
+    }
+
+    /// The answers to `/upload`, decrypted with the study's key: `question id → answer` per file.
+    func uploadedAnswers() throws -> [[String: String]] {
+        try seen("/upload").map { upload in
+            let decrypted = try BeiweFile.decrypt(upload.form["file"] ?? "", privateKey: Self.key)
+            var answers: [String: String] = [:]
+            for line in decrypted.lines.dropFirst() {
+                let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+                if let id = fields.first, let answer = fields.last { answers[id] = answer }
+            }
+            return answers
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Waits while `path` is held; a cancelled caller stops waiting at once, as a network transfer is aborted.
+    private func waitIfHeld(_ path: String) async {
+        let id = UUID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let held = state.withLock { state in
+                    guard state.held.contains(path), !Task.isCancelled else { return false }
+                    state.waiting[path, default: []].append((id, continuation))
+                    return true
+                }
+                if !held { continuation.resume() }
+            }
+        } onCancel: {
+            let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                guard let index = state.waiting[path]?.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiting[path]?.remove(at: index).continuation
+            }
+            waiting?.resume()
+        }
+    }
+
+    static func token(_ n: Int) -> String { "tok-\(n + 1)" }
+
+    static let beiwe404 = TransportResponse(status: 404, headers: [("Content-Type", "text/html")],
+                                            body: Array("<html><head><title>404 Not Found</title></head><body>Not Found</body></html>".utf8))
+
+    static func json(_ status: Int, _ value: JSONValue) -> TransportResponse {
+        TransportResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(value.compactText.utf8))
+    }
+
+    /// The path (server and relay alike, `/ios` suffix dropped) and the form fields of a request.
+    static func parse(_ request: TransportRequest) -> (String, [String: String]) {
+        var path = URL(string: request.url)?.path ?? request.url
+        if path.hasSuffix("/ios") { path = String(path.dropLast(4)) }
+        var form: [String: String] = [:]
+        if let body = request.body, request.headers.contains(where: { $0.value.hasPrefix("application/x-www-form-urlencoded") }) {
+            for field in FormBody(parsingBytes: body).fields { form[field.name] = field.value }
+        }
+        return (path, form)
+    }
+}
