@@ -77,6 +77,26 @@ extension Integration {
         }
     }
 
+    /// Issue 36: a cancelled run ends at once with a partial report. The pacing loop's cancelled sleep returned at once,
+    /// so the rest of a 20 s schedule (360 registrations) went out in a burst before the run ended.
+    @Test func aCancelledRunEndsAtOnceWithAPartialReport() async throws {
+        try await withStandIn(delayMs: 0) { url in
+            let http = TransportClient()
+            defer { http.shutdown() }
+            var options = RegisterLoadOptions(server: url, participants: Self.people, model: .open(RateSchedule(constant: 20), maxInFlight: 100),
+                                              duration: .seconds(20))
+            options.verify = .off
+            let run = Task { try await RegisterLoad.run(options, http: http) { _ in } }
+            try await Task.sleep(for: .seconds(1))
+            let cancelled = ContinuousClock.now
+            run.cancel()
+            let report = try await run.value
+            #expect(ContinuousClock.now - cancelled < .seconds(5))
+            #expect(report.totals.started >= 10 && report.totals.started <= 40, "\(report.totals.started) started")
+            #expect(report.totals.seconds < 5)
+        }
+    }
+
     /// Defects 2, 4, 6 and the distributed run: two shards at once against the trio, each verified per run, merged into one
     /// report whose counts and histogram are exactly the sum of the shards'.
     @Test func twoShardsMergeIntoOneExactReport() async throws {

@@ -205,6 +205,7 @@ public enum PushLoad {
             var elapsed = 0
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
+                if Task.isCancelled { break }
                 elapsed += 1
                 let s = ledger.state.withLock { ($0.delivered, $0.failed, $0.outstanding.count, $0.overall) }
                 progress(String(format: "t=%3ds  delivered %d (+%d/s)  failed %d (+%d)  outstanding %d  p50 %.2f ms  p99 %.2f ms",
@@ -222,6 +223,8 @@ public enum PushLoad {
             while t < total {
                 let intended = start + .microseconds(Int64(t * 1_000_000))
                 try? await Task.sleep(until: intended, clock: .continuous)
+                // Cancelled: the run ends here with what it has, rather than firing the rest of the schedule at once.
+                if Task.isCancelled { break }
                 let rate = options.rate.rate(at: t)
                 if rate <= 0 { t += 0.01; continue }
                 if ledger.inFlight() >= options.maxInFlight {
@@ -238,7 +241,7 @@ public enum PushLoad {
         }
         // Let the last deliveries land.
         let graceEnd = ContinuousClock.now + options.grace
-        while ContinuousClock.now < graceEnd, ledger.state.withLock({ !$0.outstanding.isEmpty }) {
+        while ContinuousClock.now < graceEnd, !Task.isCancelled, ledger.state.withLock({ !$0.outstanding.isEmpty }) {
             try? await Task.sleep(for: .milliseconds(50))
         }
         let elapsed = max(0.001, (sendEnd - measuredFrom).seconds)

@@ -295,6 +295,9 @@ public enum RegisterLoad {
                 while t < total {
                     let intended = start + .milliseconds(Int64(t * 1000))
                     try? await Task.sleep(until: intended, clock: .continuous)
+                    // Cancelled: the run ends here with what it has (the cancelled sleep returned at once, and the
+                    // rest of the schedule used to be fired in a burst).
+                    if Task.isCancelled { break }
                     let measured = intended >= measuredFrom
                     let rate = schedule.rate(at: t)
                     if rate <= 0 { t += 0.01; continue }
@@ -313,7 +316,7 @@ public enum RegisterLoad {
             await withDiscardingTaskGroup { group in
                 for _ in 0..<concurrency {
                     group.addTask {
-                        while ContinuousClock.now < end {
+                        while ContinuousClock.now < end, !Task.isCancelled {
                             let intended = ContinuousClock.now
                             recorder.begin(measured: intended >= measuredFrom, late: false,
                                            second: Int((intended - measuredFrom).seconds.rounded(.down)))
@@ -325,7 +328,9 @@ public enum RegisterLoad {
         }
         reporter.cancel()
         let finished = ContinuousClock.now
-        let window = max(0.001, options.duration.seconds)
+        // A cancelled run's window is the part of it that ran (its report is partial, not diluted by time never run).
+        let window = Task.isCancelled ? max(0.001, min(options.duration.seconds, (finished - measuredFrom).seconds))
+            : max(0.001, options.duration.seconds)
         let s = recorder.state.withLock { $0 }
         let (correct, correctness) = options.healthOnly ? (nil, "not checked (health baseline)")
             : await verify(options, http: http, registered: s.registered, since: wallStart)
