@@ -41,6 +41,15 @@ import Transport
         return try SurveyClient(configuration: configuration, transport: study)
     }
 
+    /// A client of `study`, started, with its push stream open, and the tap on its events.
+    static func running(_ study: MemoryStudy) async throws -> (SurveyClient, EventTap) {
+        let client = try Self.client(study)
+        let tap = EventTap(client)
+        try await client.start()
+        #expect(await study.until { !study.openStreams.isEmpty })
+        return (client, tap)
+    }
+
     static func isAvailable(_ event: SurveyClientEvent) -> Bool {
         if case .surveyAvailable = event { return true }
         return false
@@ -82,10 +91,7 @@ import Transport
     @Test func aRepeatedPushIsAckedAndIgnored() async throws {
         let study = MemoryStudy()
         study.addSurvey("s1")
-        let client = try Self.client(study)
-        let tap = EventTap(client)
-        try await client.start()
-        #expect(await study.until { !study.openStreams.isEmpty })
+        let (client, tap) = try await Self.running(study)
         study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]], nonce: "n1")
         #expect(await study.until { tap.count(Self.isAvailable) == 1 })
         study.push(to: "tok-1", id: "m2", surveys: ["s1": ["u1"]], nonce: "n1")
@@ -101,10 +107,7 @@ import Transport
         let study = MemoryStudy()
         study.addSurvey("s1")
         study.fail("/download_survey", status: 503)
-        let client = try Self.client(study)
-        let tap = EventTap(client)
-        try await client.start()
-        #expect(await study.until { !study.openStreams.isEmpty })
+        let (client, tap) = try await Self.running(study)
         study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]])
         #expect(await study.until { study.seen("/download_survey").count == 1 })
         #expect(study.unacked("tok-1") == ["m1"])
@@ -120,10 +123,7 @@ import Transport
     /// A survey deleted after its push went out is withdrawn and the push acked: no retry can bring it back.
     @Test func aPushForADeletedSurveyIsWithdrawnAndAcked() async throws {
         let study = MemoryStudy()
-        let client = try Self.client(study)
-        let tap = EventTap(client)
-        try await client.start()
-        #expect(await study.until { !study.openStreams.isEmpty })
+        let (client, tap) = try await Self.running(study)
         study.push(to: "tok-1", id: "m1", surveys: ["gone": ["u1"]])
         #expect(await study.until { tap.count { if case .surveyWithdrawn(surveyID: "gone", _) = $0 { true } else { false } } == 1 })
         #expect(await study.until { study.unacked("tok-1").isEmpty })
@@ -136,10 +136,7 @@ import Transport
         let study = MemoryStudy(beiweOnly: true)
         study.addSurvey("s1")
         study.addSurvey("s2")
-        let client = try Self.client(study)
-        let tap = EventTap(client)
-        try await client.start()
-        #expect(await study.until { !study.openStreams.isEmpty })
+        let (client, tap) = try await Self.running(study)
         study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]])
         #expect(await study.until { tap.count(Self.isAvailable) == 1 })
         study.push(to: "tok-1", id: "m2", surveys: ["s2": ["u2"]])
@@ -159,9 +156,7 @@ import Transport
     @Test func aForgottenTokenIsRenewedToldToTheServerAndStreamedOn() async throws {
         let study = MemoryStudy()
         study.addSurvey("s1")
-        let client = try Self.client(study)
-        let tap = EventTap(client)
-        try await client.start()
+        let (client, tap) = try await Self.running(study)
         #expect(await study.until { study.openStreams == ["tok-1"] })
         study.forget("tok-1")
         #expect(await study.until { study.openStreams == ["tok-2"] })
