@@ -73,11 +73,6 @@ final class PostgresStore: Store {
         // Locks held at once by this process: a lock waiting here holds nothing, and a holder's work uses `client`.
         var lockConfiguration = configuration
         lockConfiguration.options.maximumConnections = Self.lockPoolSize(url.poolSize)
-        // Kept open (and opened again when they close): postgres-nio's pool opens a connection for a waiting lease only
-        // when a *new* lease comes, not when a connection closes. When PostgreSQL was killed under load every lock
-        // connection closed while leased, and the leases queued behind them waited for ever, since every request that
-        // could have asked for a new lease was queued behind them for the study's lock (scripts/phones' outage round).
-        lockConfiguration.options.minimumConnections = lockConfiguration.options.maximumConnections
         lockClient = PostgresClient(configuration: lockConfiguration, backgroundLogger: background)
         lockRunner = Task { [lockClient] in await lockClient.run() }
     }
@@ -102,6 +97,13 @@ final class PostgresStore: Store {
     static let operationLimit: Duration = .seconds(30)
     /// How long taking an advisory lock may wait: another instance's clock move can hold a study for a while.
     static let lockLimit: Duration = .seconds(120)
+    /// How long a request may wait for a connection of the lock pool. postgres-nio's pool opens a connection for a
+    /// waiting lease only when a *new* lease comes, not when a leased connection closes: when PostgreSQL was killed
+    /// under load every lock connection closed while leased, and the leases queued behind them waited for ever, since
+    /// every request that could have asked for a new one was queued behind them for the study's lock (scripts/phones'
+    /// outage round). Past this wait the request gets 503 and lets go of its place; the next one's lease opens a
+    /// connection.
+    static let lockLeaseLimit: Duration = .seconds(10)
 
     /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`. With `on`, the
     /// operation runs on that connection and the wait ends within a second of the connection closing, with a 503 too.
@@ -239,14 +241,16 @@ final class PostgresStore: Store {
     /// `lock_not_available`); the timeout is reset whatever the lock query did, so no pooled connection keeps it.
     private func holdingAdvisoryLocks<T: Sendable>(lock: PostgresQuery, unlock: PostgresQuery, timeout: String?,
                                                    _ body: @Sendable () async throws -> T) async throws -> T? {
-        try await lockClient.withConnection { connection -> T? in
+        try await withLeaseLimit(body) { [logger] body, leased in
+            try await self.lockClient.withConnection { connection -> T? in
+            leased.set()
             if let timeout { try await connection.query("SELECT set_config('lock_timeout', \(timeout), false)", logger: logger) }
             do {
                 // A statement's error arrives with its rows: collect them. Bounded: a lock connection that died while
                 // waiting must not hold this process's in-process lock for ever.
                 // Ended at once when the lock connection closes: PostgreSQL killed under load lost lock queries in flight,
                 // and each held one of the lock pool's connections until the limit (every later lock waited behind them).
-                _ = try await bounded("an advisory lock", Self.lockLimit, on: connection) { [logger] in
+                _ = try await self.bounded("an advisory lock", Self.lockLimit, on: connection) { [logger] in
                     try await connection.query(lock, logger: logger).collect()
                 }
             } catch {
@@ -259,11 +263,52 @@ final class PostgresStore: Store {
             let release = { @Sendable [logger] in _ = try await self.bounded("an unlock", on: connection) { try await connection.query(unlock, logger: logger) } }
             do {
                 let value = try await body()
-                try await release()
+                do { try await release() } catch {
+                    // A connection that died took its session's locks with it: the work is done and nothing is held
+                    // (this unlock answered 500 after a finished /set_fcm_token in scripts/phones' outage round).
+                    guard connection.isClosed else { throw PostgresStoreError.refusal(error) }
+                }
                 return value
             } catch {
                 _ = try? await release()
                 throw error
+            }
+            }
+        }
+    }
+
+    /// What a child of ``withLeaseLimit(_:_:)`` ended with: the work's value, or the watch saw the lease in time.
+    private enum LeaseOutcome<T: Sendable>: Sendable { case value(T?), watched }
+
+    /// Set once a lock connection was leased.
+    private final class LeaseFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        func set() { value.store(true, ordering: .releasing) }
+        var isSet: Bool { value.load(ordering: .acquiring) }
+    }
+
+    /// Runs `work` (which leases a lock connection, then sets the flag, then runs `body`) in a child task, and refuses
+    /// with 503 when no connection was leased within ``lockLeaseLimit``: the lease alone is bounded (the lock and the
+    /// body have their own limits, and a clock move may hold a study long).
+    private func withLeaseLimit<T: Sendable>(_ body: @Sendable () async throws -> T,
+                                             _ work: @escaping @Sendable (@Sendable () async throws -> T, LeaseFlag) async throws -> T?) async throws -> T? {
+        let leased = LeaseFlag()
+        // The group awaits its children, so `body` does not outlive this call.
+        return try await withoutActuallyEscaping(body) { body in
+            try await withThrowingTaskGroup(of: LeaseOutcome<T>.self) { group in
+                group.addTask { .value(try await work(body, leased)) }
+                group.addTask {
+                    try await Task.sleep(for: Self.lockLeaseLimit)
+                    guard leased.isSet else { throw PostgresStoreError.timedOut("a lock connection", after: Self.lockLeaseLimit) }
+                    return .watched
+                }
+                while let outcome = try await group.next() {
+                    if case .value(let value) = outcome {
+                        group.cancelAll()
+                        return value
+                    }
+                }
+                return nil
             }
         }
     }
@@ -290,8 +335,10 @@ enum PostgresStoreError {
         if let psql = error as? PSQLError {
             // The database went away under the statement (killed, restarted, network): a 503 the client may retry,
             // not a 500. SQLSTATE class 57 (operator intervention: 57P01 admin shutdown, 57P03 cannot connect now) too.
+            // So is any error the server did not send (no SQLSTATE): postgres-nio's own view of a connection that broke
+            // under the statement (one answered 500 in scripts/phones' outage round).
             let lost: [PSQLError.Code] = [.serverClosedConnection, .clientClosedConnection, .connectionError, .uncleanShutdown]
-            if lost.contains(psql.code) || psql.serverInfo?[.sqlState]?.hasPrefix("57") == true {
+            if lost.contains(psql.code) || psql.serverInfo == nil || psql.serverInfo?[.sqlState]?.hasPrefix("57") == true {
                 return APIError(.serviceUnavailable, code: "database_unavailable",
                                 "the connection to PostgreSQL was lost during the request; retry it", headers: [.retryAfter: "1"])
             }
