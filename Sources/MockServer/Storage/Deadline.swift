@@ -29,20 +29,16 @@ enum Deadline {
                 }
                 race.watch(work)
                 race.arm(Task {
+                    // Suspends (no thread is held): one wait for the whole limit, or a check of `lost` every interval.
                     let end = ContinuousClock.now + limit
-                    if let lost {
-                        while ContinuousClock.now < end {
-                            try? await Task.sleep(for: min(lostCheckInterval, end - .now))
-                            guard !Task.isCancelled else { return }
-                            if let error = lost() {
-                                race.finish(.failure(error))
-                                return
-                            }
+                    while ContinuousClock.now < end {
+                        try? await Task.sleep(for: lost == nil ? end - .now : min(lostCheckInterval, end - .now))
+                        guard !Task.isCancelled else { return }
+                        if let error = lost?() {
+                            race.finish(.failure(error))
+                            return
                         }
-                    } else {
-                        try? await Task.sleep(for: limit)
                     }
-                    guard !Task.isCancelled else { return }
                     race.finish(.failure(timeout()))
                 })
             }
