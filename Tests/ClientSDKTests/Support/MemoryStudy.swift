@@ -15,7 +15,9 @@ final class MemoryStudy: HTTPTransport {
     static let serverURL = "http://study.test"
     static let relayURL = "http://relay.test"
     /// One key for every test (making an RSA-2048 key takes a while).
-    static let key: RSAKey = try! RSAKey.generate()
+    static let sharedKey: RSAKey = try! RSAKey.generate()
+    /// The study's key pair: its public half is sent at registration, its private half decrypts uploads.
+    let key: RSAKey
 
     /// A request as the study or the relay saw it.
     struct Seen: Sendable {
@@ -23,6 +25,8 @@ final class MemoryStudy: HTTPTransport {
         var path: String
         var form: [String: String]
         var headers: [(name: String, value: String)]
+        /// The raw body (telemetry pings are JSON, not a form).
+        var body: [UInt8] = []
     }
 
     private struct Message: Sendable {
@@ -46,12 +50,18 @@ final class MemoryStudy: HTTPTransport {
         var waiting: [String: [(id: UUID, continuation: CheckedContinuation<Void, Never>)]] = [:]
         var beiweOnly = false
         var scheduling = "server"
+        /// Whether Glean's ingestion route (`/submit/...`) is served (404 otherwise, as on Beiwe).
+        var ingests = false
     }
 
     private let state = Mutex(State())
 
-    init(beiweOnly: Bool = false) {
-        state.withLock { $0.beiweOnly = beiweOnly }
+    init(beiweOnly: Bool = false, key: RSAKey = MemoryStudy.sharedKey, ingestsTelemetry: Bool = false) {
+        self.key = key
+        state.withLock {
+            $0.beiweOnly = beiweOnly
+            $0.ingests = ingestsTelemetry
+        }
     }
 
     // MARK: What a test sets
@@ -137,7 +147,7 @@ final class MemoryStudy: HTTPTransport {
 
     func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         let (path, form) = Self.parse(request)
-        state.withLock { $0.seen.append(Seen(method: request.method, path: path, form: form, headers: request.headers)) }
+        state.withLock { $0.seen.append(Seen(method: request.method, path: path, form: form, headers: request.headers, body: request.body ?? [])) }
         await waitIfHeld(path)
         if Task.isCancelled { throw TransportError(code: "cancelled", message: "cancelled") }
         if let status = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
@@ -197,7 +207,7 @@ final class MemoryStudy: HTTPTransport {
         switch path {
         case "/register_user":
             let scheduling = state.withLock { $0.scheduling }
-            var body: [String: JSONValue] = ["client_public_key": .string(Data(Self.key.publicKeyDER()).base64EncodedString()),
+            var body: [String: JSONValue] = ["client_public_key": .string(Data(key.publicKeyDER()).base64EncodedString()),
                                              "study_id": "study-1", "timezone": "America/Chicago"]
             if !beiweOnly { body["scheduling"] = .string(scheduling) }
             return Self.json(200, .object(body))
@@ -217,6 +227,8 @@ final class MemoryStudy: HTTPTransport {
             return TransportResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(try! WireJSON.encode(list)))
         case "/upload":
             return TransportResponse(status: 200, headers: [], body: Array("upload successful.".utf8))
+        case _ where path.hasPrefix("/submit/") && state.withLock({ $0.ingests }):
+            return TransportResponse(status: 200, headers: [], body: [])
         default:
             return Self.beiwe404
         }
@@ -225,7 +237,7 @@ final class MemoryStudy: HTTPTransport {
     /// The answers to `/upload`, decrypted with the study's key: `question id → answer` per file.
     func uploadedAnswers() throws -> [[String: String]] {
         try seen("/upload").map { upload in
-            let decrypted = try BeiweFile.decrypt(upload.form["file"] ?? "", privateKey: Self.key)
+            let decrypted = try BeiweFile.decrypt(upload.form["file"] ?? "", privateKey: key)
             var answers: [String: String] = [:]
             for line in decrypted.lines.dropFirst() {
                 let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
