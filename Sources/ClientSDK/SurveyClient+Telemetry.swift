@@ -45,7 +45,7 @@ extension SurveyClient {
     }
 
     /// Makes the `max_capacity` ping in the background unless one is being made.
-    private func startBatch() {
+    func startBatch() {
         guard batchTask == nil, !isClosed else { return }
         batchTask = background.spawn { [weak self] in
             _ = try? await self?.submitEventsPing(reason: "max_capacity")
@@ -53,7 +53,7 @@ extension SurveyClient {
         }
     }
 
-    private func batchEnded() { batchTask = nil }
+    func batchEnded() { batchTask = nil }
 
     static func truncated(_ value: String) -> String {
         guard value.utf8.count > maxExtraValueBytes else { return value }
@@ -200,7 +200,7 @@ extension SurveyClient {
         return date
     }
 
-    private func upload(ping pending: PendingPing, at url: URL) async throws(SurveyClientError) {
+    func upload(ping pending: PendingPing, at url: URL) async throws(SurveyClientError) {
         guard FileManager.default.fileExists(atPath: url.path) else { return }  // sent meanwhile
         var ping = pending.body
         // Queued by an older version, without the fields the server now requires (Glean's pipeline does): added.
@@ -253,7 +253,7 @@ extension SurveyClient {
     }
 
     /// Uploads again once the rate limiter's window ends (to the millisecond).
-    private func schedulePingWake(after wait: Duration) {
+    func schedulePingWake(after wait: Duration) {
         guard pingWaitTask == nil else { return }
         pingWaitTask = background.spawn { [weak self] in
             try? await Task.sleep(for: wait)
@@ -263,7 +263,7 @@ extension SurveyClient {
         }
     }
 
-    private func pingWakeEnded() { pingWaitTask = nil }
+    func pingWakeEnded() { pingWaitTask = nil }
 
     /// Glean's path form of an application id: lowercased, each run of other characters than letters and digits
     /// turned into one `-`.
@@ -345,176 +345,5 @@ extension SurveyClient {
         default:
             break
         }
-    }
-
-    // MARK: Sessions
-
-    /// The app came to the foreground: a `baseline` ping (`active`), MMA `resumeSession`, and the MMA heartbeat.
-    public func resume() async {
-        await beginSession(startup: false)
-    }
-
-    /// The app went to the background: MMA `pauseSession`, a `baseline` ping (`inactive`, with the session's length)
-    /// and an `events` ping (`inactive`), then an upload.
-    public func pause() async {
-        await endSession()
-    }
-
-    /// True between ``start()`` or ``resume()`` and ``pause()`` or ``stop()``.
-    public var isActive: Bool { sessionActive }
-
-    /// First thing at start, before anything new is recorded: the app's upload choice, a `dirty_startup` baseline
-    /// ping when the last run did not end cleanly, and an `events` ping (`startup`) with the events it left.
-    func closePreviousRun() {
-        guard !sessionActive else { return }
-        applyUploadChoiceAtStart()
-        guard isUploadEnabled else { return }
-        if state.dirty == true {
-            _ = try? makePing("baseline", reason: "dirty_startup")
-            state.dirty = false
-            try? save()
-        }
-        if eventsWaiting > 0 || FileManager.default.fileExists(atPath: eventLog.sealedURL(state.pingSeq).path) {
-            _ = try? makeEventsPing(reason: "startup")
-        }
-    }
-
-    func beginSession(startup: Bool) async {
-        guard !sessionActive else { return }
-        if startup {
-            state.launches = (state.launches ?? 0) + 1
-            if state.mmaDeviceID == nil { state.mmaDeviceID = UUID().uuidString.lowercased() }
-        }
-        sessionActive = true
-        sessionStarted = now()
-        sessionID = UUID().uuidString.lowercased()
-        state.dirty = true
-        try? save()
-        if isUploadEnabled { _ = try? makePing("baseline", reason: "active") }
-        if startup {
-            recordMMA("start", ["userAttributes": Self.jsonText(state.userAttributes ?? [:]), "systemName": configuration.platform == .ios ? "iOS" : "Android",
-                                "locale": Locale.current.identifier, "timezone": configuration.timeZone,
-                                "timezoneOffsetSeconds": String(TimeZone(identifier: configuration.timeZone)?.secondsFromGMT(for: now()) ?? 0),
-                                "versionName": Self.sdkVersion, "systemVersion": ProcessInfo.processInfo.operatingSystemVersionString,
-                                "deviceModel": "survey-sdk"])
-            let launches = state.launches ?? 1
-            if launches == 1 { track("E_First_Run") }
-            if launches == 2 { track("E_Second_Run") }
-            track("E_Opened_App")
-        } else {
-            recordMMA("resumeSession", [:])
-        }
-        startSessionHeartbeat()
-        try? await uploadPings()
-        if !pendingPings().isEmpty { scheduleUploadRetry() }
-    }
-
-    func endSession() async {
-        guard sessionActive else { return }
-        recordMMA("pauseSession", [:])
-        sessionHeartbeatTask?.cancel()
-        sessionHeartbeatTask = nil
-        if isUploadEnabled {
-            let seconds = max(0, Int(now().timeIntervalSince(sessionStarted ?? now())))
-            let metrics: JSONValue = ["timespan": ["glean.baseline.duration": ["time_unit": "second", "value": .number(Double(seconds))]]]
-            _ = try? makePing("baseline", reason: "inactive", metrics: metrics)
-            _ = try? makeEventsPing(reason: "inactive")
-        }
-        sessionActive = false
-        sessionStarted = nil
-        state.dirty = false
-        try? save()
-        try? await uploadPings()
-        // Uploads another task had in flight (skipped above) get up to 2 s to finish; then what is left goes once more.
-        var waited = 0
-        while !pingsInFlight.isEmpty, waited < 200 {
-            try? await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
-        try? await uploadPings()
-    }
-
-    private func startSessionHeartbeat() {
-        guard sessionHeartbeatTask == nil, let interval = configuration.telemetry.sessionHeartbeat else { return }
-        sessionHeartbeatTask = background.spawn { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let client = self, !Task.isCancelled else { return }
-                await client.recordMMA("heartbeat", [:])
-            }
-        }
-    }
-
-    // MARK: MMA analytics
-
-    /// Tracks an MMA event (Leanplum's `track`): recorded as telemetry event `mma.track` with the seed's fields
-    /// `event`, `info` (default `""`), `value` (default `0.0`) and `messageId`, plus `userId`, `deviceId`,
-    /// `sdkVersion` and `time` (epoch seconds).
-    public func track(_ event: String, info: String = "", value: Double = 0.0, messageID: String? = nil) {
-        var fields = ["event": event, "info": info, "value": String(value)]
-        if let messageID { fields["messageId"] = messageID }
-        recordMMA("track", fields)
-    }
-
-    /// Sets MMA user attributes (merged into those set before, kept on disk, and sent with every `start`); recorded
-    /// as `mma.setUserAttributes`.
-    public func setUserAttributes(_ attributes: [String: String]) {
-        state.userAttributes = (state.userAttributes ?? [:]).merging(attributes) { _, new in new }
-        try? save()
-        recordMMA("setUserAttributes", ["userAttributes": Self.jsonText(state.userAttributes ?? [:])])
-    }
-
-    /// The MMA user attributes set so far.
-    public var userAttributes: [String: String] { state.userAttributes ?? [:] }
-
-    /// The random MMA device id (also the `userId`, as Firefox's integration sets it).
-    public var analyticsDeviceID: String {
-        if let id = state.mmaDeviceID { return id }
-        let id = UUID().uuidString.lowercased()
-        state.mmaDeviceID = id
-        try? save()
-        return id
-    }
-
-    func recordMMA(_ action: String, _ fields: [String: String]) {
-        guard isUploadEnabled else { return }
-        let device = analyticsDeviceID
-        var extra = fields
-        extra["userId"] = device
-        extra["deviceId"] = device
-        extra["sdkVersion"] = Self.sdkVersion
-        extra["time"] = String(format: "%.3f", now().timeIntervalSince1970)
-        record(category: "mma", name: action, extra: extra)
-    }
-
-    static func jsonText(_ object: [String: String]) -> String {
-        (try? WireJSON.encode(object)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-
-    // MARK: Receipts
-
-    /// Confirms received pushes to the server (`/confirm_notifications` with `notification_uuids`, which also ride
-    /// on every other request until one succeeds); confirmed ones are forgotten. A server without that route (Beiwe,
-    /// which reads `notification_uuids` on every request) gets them on a `/mobile-heartbeat` instead.
-    func confirmReceipts() async {
-        let sent = state.pendingReceipts ?? []
-        guard state.registered, !sent.isEmpty else { return }
-        if !serverLacks(.confirmNotifications) {
-            guard let response = try? await api.post("confirm_notifications", api.baseForm(state: state)) else { return }
-            if (200..<300).contains(response.status) {
-                receiptsDelivered(sent)
-                return
-            }
-            guard serverAnswered(.confirmNotifications, response) == .missing else { return }
-            logger.info("the server has no /confirm_notifications; receipts ride on /mobile-heartbeat, as Beiwe reads them")
-        }
-        await sendHeartbeat()
-    }
-
-    /// Forgets receipts a request carried once the server took that request.
-    func receiptsDelivered(_ sent: [String]) {
-        guard !sent.isEmpty else { return }
-        state.pendingReceipts?.removeAll { sent.contains($0) }
-        try? save()
     }
 }

@@ -1,0 +1,203 @@
+import Foundation
+import Synchronization
+import Logging
+import Messaging
+import Scheduling
+import SurveyCrypto
+import SurveyWire
+import Transport
+
+/// Starting, stopping, closing and running a client, and the heartbeat that runs while it runs.
+extension SurveyClient {
+    // MARK: Lifecycle
+
+    /// Gets a relay token (once), opens the push stream (reconnecting on its own), registers (once), retries uploads
+    /// left from an earlier run, and begins a session: a `dirty_startup` baseline ping when the last run did not end
+    /// cleanly, an `events` ping (`startup`) with events left from it, a `baseline` ping (`active`), MMA `start`.
+    /// - Throws: ``SurveyClientError`` when the relay or the server refuses (e.g. `push_token_required`,
+    ///   `invalid_credentials`); the stream keeps running only after success.
+    public func start() async throws(SurveyClientError) {
+        if let running = startTask {
+            // Another caller is starting the client: share its outcome (two starts must not mint two tokens).
+            try await Self.awaitStart(running)
+            return
+        }
+        guard lifecycle.starting() else { throw .closed }
+        let task = Task { try await self.performStart() }
+        startTask = task
+        defer { startTask = nil }
+        try await Self.awaitStart(task)
+    }
+
+    static func awaitStart(_ task: Task<Void, any Error>) async throws(SurveyClientError) {
+        do {
+            try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        } catch let error as SurveyClientError {
+            throw error
+        } catch {
+            throw SurveyClientError.cancelled
+        }
+    }
+
+    func performStart() async throws(SurveyClientError) {
+        closePreviousRun()
+        switch configuration.pushSource {
+        case .relay:
+            if state.relayToken == nil { try await obtainToken() }
+            try Self.checkNotCancelled()
+            startStream()
+        case .external, .none:
+            // Pushes handed over by the app (or none): their fetch retries run here rather than on a stream.
+            startIntakeRetries()
+        }
+        if !state.registered { try await register() }
+        try Self.checkNotCancelled()
+        // A token the server does not hold yet (a rotation during registration, a crash after saving a new token):
+        // tell it now; if that fails, the retry loop keeps at it.
+        var retryNeeded = false
+        do { try await announceTokenIfNeeded() } catch { retryNeeded = true }
+        try Self.checkNotCancelled()
+        if await !retryUploads() || retryNeeded { scheduleUploadRetry() }
+        await retryPings()
+        if state.scheduling == "device" {
+            _ = try? await checkForSurveys()
+            try Self.checkNotCancelled()
+            startLocalSchedule()
+        }
+        try Self.checkNotCancelled()
+        startHeartbeat()
+        await confirmReceipts()
+        // Feature values for messaging (best effort: the cached copy, or the app's defaults, serve offline).
+        _ = try? await refreshFeatures()
+        try Self.checkNotCancelled()
+        await beginSession(startup: true)
+    }
+
+    /// A start that `stop()` or `close()` cancelled starts nothing more (what it started, they end).
+    static func checkNotCancelled() throws(SurveyClientError) {
+        if Task.isCancelled { throw .cancelled }
+    }
+
+    /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
+    func startHeartbeat() {
+        guard heartbeatTask == nil, let interval = configuration.heartbeatInterval else { return }
+        heartbeatTask = background.spawn { [weak self] in
+            while !Task.isCancelled {
+                do {
+                    // Held only for the calls, never across the sleep: a dropped client ends this loop.
+                    guard let client = self else { return }
+                    await client.sendHeartbeat()
+                    await client.confirmReceipts()
+                }
+                try? await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One `/mobile-heartbeat`; the receipts it carried (`notification_uuids`) are confirmed once the server takes it.
+    func sendHeartbeat() async {
+        guard state.registered else { return }
+        do {
+            let carried = state.pendingReceipts ?? []
+            let response = try await api.post("mobile-heartbeat", api.baseForm(state: state))
+            if (200..<300).contains(response.status) {
+                receiptsDelivered(carried)
+            } else {
+                logger.info("heartbeat answered \(response.status)")
+            }
+        } catch {
+            logger.info("heartbeat failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stops the push stream and ends the session (as ``pause()``: its pings are sent, best effort). The client can be
+    /// started again.
+    public func stop() async {
+        guard !lifecycle.isClosed else { return }
+        // A start under way is cancelled and waited for first (its caller gets `cancelled`): otherwise it went on to
+        // start the heartbeat and the stream after this stop had ended the background work.
+        if let starting = startTask {
+            starting.cancel()
+            _ = await starting.result
+        }
+        await stopBackground()
+        lifecycle.stopped()
+        await endSession()
+    }
+
+    /// Cancels every background task and waits until each has ended: when this returns, nothing of the client runs.
+    func stopBackground() async {
+        let tasks = [streamTask, localScheduleTask, uploadRetryTask, heartbeatTask, pingWaitTask, batchTask, intakeRetryTask].compactMap { $0 }
+        batchTask = nil
+        intakeRetryTask = nil
+        streamTask = nil
+        localScheduleTask = nil
+        uploadRetryTask = nil
+        heartbeatTask = nil
+        pingWaitTask = nil
+        pushStream.stop()
+        for task in tasks { task.cancel() }
+        for task in tasks { await task.value }
+        intake.streamEnded()
+    }
+
+    /// Stops (waiting for every background task to end), releases the HTTP client if this client made it and the
+    /// storage directory's lock, and ends ``events``. Another client may use the directory afterwards; every later call
+    /// on this one throws `closed` (or does nothing, for calls that cannot throw).
+    public func close() async {
+        startTask?.cancel()
+        if let starting = startTask { _ = await starting.result }
+        await stop()
+        guard lifecycle.closing() else { return }
+        if let session = sessionHeartbeatTask {
+            sessionHeartbeatTask = nil
+            session.cancel()
+            await session.value
+        }
+        background.shutdown()
+        continuation.finish()
+        ownedHTTP?.shutdown()
+        eventLog.close()
+        files.releaseLock()
+        closeRequest.fire()
+    }
+
+    /// True once ``close()`` ran.
+    public var isClosed: Bool { lifecycle.isClosed }
+
+    /// Starts the client and runs it until the calling task is cancelled or ``close()`` is called, then closes it: the
+    /// structured way to own a client, as a child of a task group or a ServiceLifecycle service. When this returns,
+    /// none of the client's work runs any more.
+    ///
+    /// ```swift
+    /// try await withThrowingTaskGroup(of: Void.self) { group in
+    ///     group.addTask { try await client.run() }
+    ///     ...                      // use the client
+    ///     group.cancelAll()        // run() closes it and returns
+    /// }
+    /// ```
+    public func run() async throws(SurveyClientError) {
+        // This call drives the client's task group, so every background task is a child of the caller's task.
+        let drives = background.claim()
+        let outcome: Result<Void, SurveyClientError> = await withDiscardingTaskGroup { group in
+            if drives {
+                group.addTask { [background] in await background.drive() }
+            }
+            do throws(SurveyClientError) {
+                try await start()
+            } catch {
+                await close()
+                // Cancelled while starting: the caller asked for the end, which is no failure.
+                return error.isCancellation ? .success(()) : .failure(error)
+            }
+            await withTaskCancellationHandler {
+                await closeRequest.wait()
+            } onCancel: { [closeRequest] in
+                closeRequest.fire()
+            }
+            await close()
+            return .success(())
+        }
+        try outcome.get()
+    }
+}
