@@ -138,6 +138,8 @@ extension SurveyClient {
         pushStream.stop()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
+        // After the loops ended: an event a cancelled loop sent on its way out reached the machine before this.
+        _ = outboxRetry.event(.stopped)
         intake.streamEnded()
     }
 

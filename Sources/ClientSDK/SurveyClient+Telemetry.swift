@@ -171,6 +171,9 @@ extension SurveyClient {
 
     /// Tries the ping queue once; true when nothing is left to retry (empty, or only waiting for the rate limit).
     func retryPingsOnce() async -> Bool {
+        // Nowhere to send them in this run (no endpoint, or it has no ingestion route): nothing to retry. They stay
+        // queued under their quotas; without this the outbox loop retried them every minute for as long as it ran.
+        guard configuration.telemetryURL != nil, !telemetryRouteMissing else { return true }
         try? await uploadPings()
         return pendingPings().isEmpty || pingWaitTask != nil
     }

@@ -48,26 +48,45 @@ extension SurveyClient {
         }
     }
 
-    /// Retries the upload and ping outboxes with exponential backoff and jitter (0.5 s doubling to 60 s, each wait from
-    /// the upper half of its range) until both are empty or the client stops.
+    /// Retries the upload and ping outboxes (and an unannounced token) with exponential backoff and jitter until all
+    /// are done or the client stops: ``OutboxRetryMachine`` decides, the loop performs.
     func scheduleUploadRetry() {
-        guard uploadRetryTask == nil else { return }
+        guard case .startLoop(let first) = outboxRetry.event(.requested) else { return }
         uploadRetryTask = background.spawn { [weak self] in
-            var backoff = Backoff.outbox
+            var action = OutboxRetryMachine.Action.wait(first)
             while !Task.isCancelled {
-                try? await Task.sleep(for: backoff.failed())
-                // Held only for the calls, never across the sleep: a dropped client ends this loop.
-                guard let client = self, !Task.isCancelled else { return }
-                let uploadsDone = await client.retryUploads()
-                let pingsDone = await client.retryPingsOnce()
-                let tokenDone = (try? await client.announceTokenIfNeeded()) != nil
-                if uploadsDone && pingsDone && tokenDone { break }
+                let event: OutboxRetryMachine.Event
+                switch action {
+                case .none, .startLoop, .finish:
+                    return
+                case .wait(let duration):
+                    try? await Task.sleep(for: duration)
+                    event = .waitOver
+                case .attempt:
+                    // Held only for the calls, never across the sleep: a dropped client ends this loop.
+                    guard let client = self else { return }
+                    event = .attempted(allDone: await client.attemptOutboxes())
+                }
+                guard !Task.isCancelled, let next = await self?.outboxRetryEvent(event) else { return }
+                action = next
             }
-            await self?.uploadRetryEnded()
         }
     }
 
-    func uploadRetryEnded() { uploadRetryTask = nil }
+    /// One attempt at every outbox; true when nothing is left to send.
+    func attemptOutboxes() async -> Bool {
+        let uploadsDone = await retryUploads()
+        let pingsDone = await retryPingsOnce()
+        let tokenDone = (try? await announceTokenIfNeeded()) != nil
+        return uploadsDone && pingsDone && tokenDone
+    }
+
+    /// Feeds the retry loop's event to its machine; the loop's handle goes in the same turn as its end is decided.
+    func outboxRetryEvent(_ event: OutboxRetryMachine.Event) -> OutboxRetryMachine.Action {
+        let action = outboxRetry.event(event)
+        if action == .finish { uploadRetryTask = nil }
+        return action
+    }
 
     /// Uploads one answer file. `background`: no caller will see a thrown error, so a final refusal is emitted (each
     /// error is reported once: thrown to a caller, or emitted).

@@ -71,6 +71,8 @@ public actor SurveyClient {
     var intakeRetryTask: BackgroundJob?
     /// Retries the upload and ping outboxes with backoff while they are not empty.
     var uploadRetryTask: BackgroundJob?
+    /// The outbox retry loop's backoff and whether it runs.
+    var outboxRetry = OutboxRetryMachine()
     var heartbeatTask: BackgroundJob?
     /// Telemetry events on disk, and how many wait in the open log.
     let eventLog: EventLog

@@ -101,6 +101,31 @@ import Transport
         await client.close()
     }
 
+    /// Answers whose upload failed stay in the outbox and go out from the retry loop (``OutboxRetryMachine``) once the
+    /// server takes them again; `.submitted` follows once, and the loop ends with the outbox empty.
+    @Test func anUploadThatFailedIsRetriedInTheBackgroundUntilTaken() async throws {
+        let study = MemoryStudy()
+        study.addSurvey("s1")
+        let (client, tap) = try await Self.running(study)
+        study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]])
+        #expect(await study.until { tap.count(Self.isAvailable) == 1 })
+        study.fail("/upload", status: 503, count: 2)
+        await #expect(throws: SurveyClientError.self) { try await client.submit(answers: ["q1": "4"], for: "s1") }
+        #expect(await client.status().uploadsWaiting == 1)
+        // First retry after 0.25–0.5 s (still 503), the second after 0.5–1 s.
+        #expect(await study.until(.seconds(10)) { tap.count(Self.isSubmitted) == 1 })
+        #expect(study.seen("/upload").count == 3)
+        #expect(try study.uploadedAnswers().last == ["q1": "4"])
+        #expect(await client.status().uploadsWaiting == 0)
+        var idle = false
+        for _ in 0..<200 where !idle {
+            idle = await client.outboxRetry.state == .idle
+            if !idle { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(idle, "the retry loop still runs with the outbox empty")
+        await client.close()
+    }
+
     /// A fetch that failed for a reason that may pass is retried on the live stream (no reconnect), and the push is
     /// acked only once the survey is stored.
     @Test func aFailedFetchIsRetriedOnTheLiveStreamAndAckedOnlyOnceStored() async throws {
