@@ -42,20 +42,15 @@ extension SurveyClient {
         guard state.scheduling == "device" else { return [] }
         let current = now()
         let from = state.localCheckedThrough.flatMap(WireTime.parse) ?? current
+        // A device clock that went back evaluates nothing, and keeps the point it had reached.
         guard current > from else { return [] }
         let zone = TimeZone(identifier: configuration.timeZone) ?? TimeZone(identifier: state.timeZone ?? "") ?? TimeZone(identifier: "UTC")!
-        let context = ParticipantContext(timeZone: zone, registeredAt: .distantPast)
         var fired: [StoredSurvey] = []
-        for entry in state.deviceSurveys {
-            let schedules = OccurrenceCalculator.weeklySchedules(fromTimings: entry.timings ?? [])
-            let due = OccurrenceCalculator.occurrences(of: schedules, for: context, after: from, through: current)
-            let uuids = due.map { "local-\(entry.id)-\($0.localTimestamp)" }.filter { !state.seenUUIDs.contains($0) }
-            guard let last = due.last, !uuids.isEmpty else { continue }
-            var spec = entry
-            spec.timings = nil
-            var stored = StoredSurvey(entry: spec, scheduleUUIDs: uuids, sentTime: WireTime.beiweSentTime(last.dueAt),
+        for firing in DeviceSchedule.due(state.deviceSurveys, zone: zone, after: from, through: current, seen: Set(state.seenUUIDs)) {
+            let uuids = firing.uuids
+            var stored = StoredSurvey(entry: firing.entry, scheduleUUIDs: uuids, sentTime: firing.sentTime,
                                       receivedAt: WireTime.format(current, milliseconds: true))
-            if let existing = files.read(StoredSurvey.self, from: files.surveyURL(entry.id)) {
+            if let existing = files.read(StoredSurvey.self, from: files.surveyURL(firing.entry.id)) {
                 stored.receivedAt = existing.receivedAt
                 stored.scheduleUUIDs = existing.scheduleUUIDs + uuids.filter { !existing.scheduleUUIDs.contains($0) }
             }
@@ -74,23 +69,19 @@ extension SurveyClient {
 
     func startLocalSchedule() {
         guard localScheduleTask == nil else { return }
-        localScheduleTask = background.spawn { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(30))
-                guard !Task.isCancelled, let client = self else { return }
-                await client.localScheduleTick()
-            }
+        localScheduleTask = background.periodic(on: self, firstWait: DeviceSchedule.tickInterval) { client in
+            await client.localScheduleTick()
+            return DeviceSchedule.tickInterval
         }
     }
 
+    /// One tick of the device's schedule: download the list when it is due (``DeviceSchedule/tick(now:lastCheck:frequencySeconds:)``),
+    /// else evaluate the timings held.
     func localScheduleTick() async {
-        let frequency = TimeInterval(state.checkFrequencySeconds ?? 3600)
-        let last = state.lastSurveyCheck.flatMap(WireTime.parse) ?? .distantPast
         do {
-            if now().timeIntervalSince(last) >= frequency {
-                try await checkForSurveys()
-            } else {
-                try runLocalSchedule()
+            switch DeviceSchedule.tick(now: now(), lastCheck: state.lastSurveyCheck.flatMap(WireTime.parse), frequencySeconds: state.checkFrequencySeconds) {
+            case .download: try await checkForSurveys()
+            case .evaluate: try runLocalSchedule()
             }
         } catch {
             emit(.error(error))

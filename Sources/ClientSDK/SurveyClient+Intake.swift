@@ -181,12 +181,7 @@ extension SurveyClient {
     /// Retries of pushes handed over by the app, while the client runs without a relay stream.
     func startIntakeRetries() {
         guard intakeRetryTask == nil else { return }
-        intakeRetryTask = background.spawn { [weak self] in
-            while !Task.isCancelled {
-                guard let wait = await self?.runDueRetries() else { return }
-                try? await Task.sleep(for: wait)
-            }
-        }
+        intakeRetryTask = background.periodic(on: self, firstWait: .zero) { client in await client.runDueRetries() }
     }
 
     /// Runs the retries that are due; returns how long until the next one (at most a second).

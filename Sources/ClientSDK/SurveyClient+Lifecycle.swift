@@ -81,16 +81,10 @@ extension SurveyClient {
     /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
     func startHeartbeat() {
         guard heartbeatTask == nil, let interval = configuration.heartbeatInterval else { return }
-        heartbeatTask = background.spawn { [weak self] in
-            while !Task.isCancelled {
-                do {
-                    // Held only for the calls, never across the sleep: a dropped client ends this loop.
-                    guard let client = self else { return }
-                    await client.sendHeartbeat()
-                    await client.confirmReceipts()
-                }
-                try? await Task.sleep(for: interval)
-            }
+        heartbeatTask = background.periodic(on: self, firstWait: .zero) { client in
+            await client.sendHeartbeat()
+            await client.confirmReceipts()
+            return interval
         }
     }
 

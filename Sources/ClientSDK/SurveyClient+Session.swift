@@ -95,12 +95,9 @@ extension SurveyClient {
 
     func startSessionHeartbeat() {
         guard sessionHeartbeatTask == nil, let interval = configuration.telemetry.sessionHeartbeat else { return }
-        sessionHeartbeatTask = background.spawn { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                guard let client = self, !Task.isCancelled else { return }
-                await client.recordMMA("heartbeat", [:])
-            }
+        sessionHeartbeatTask = background.periodic(on: self, firstWait: interval) { client in
+            await client.recordMMA("heartbeat", [:])
+            return interval
         }
     }
 
