@@ -70,7 +70,7 @@ extension Integration {
             configuration.heartbeatInterval = nil
             let client = try SurveyClient(configuration: configuration)
             try await client.start()
-            #expect(await client.features?.features["messaging"] != nil)
+            #expect(await client.features?.values["messaging"] != nil)
             let context = TargetingContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
             await client.recordBehavior("homepage_viewed", viewID: "first")
             await client.recordBehavior("homepage_viewed", viewID: "first")  // the same view again: not counted

@@ -21,7 +21,7 @@ extension SurveyClient {
     /// Fetches this client's feature values (`GET /features/<app_id>?client_id=`) and keeps them as the last good copy.
     /// - Throws: `transport` or `features_failed`; the cached copy stays in use.
     @discardableResult
-    public func refreshFeatures() async throws(SurveyClientError) -> AdminWire.Features {
+    public func refreshFeatures() async throws(SurveyClientError) -> FeatureValues {
         guard !isClosed else { throw .closed }
         guard let endpoint = configuration.featuresURL else {
             throw SurveyClientError(code: "features_unavailable", message: "no featuresURL is configured; the cached copy or the defaults serve")
@@ -38,30 +38,33 @@ extension SurveyClient {
         }
         ensureMessagingDirectory()
         try files.write(features, to: featuresURL)
-        cachedFeatures = features
-        return features
+        cachedFeatures = FeatureValues(features)
+        return FeatureValues(features)
     }
 
     /// The last feature values fetched (nil before the first success).
-    public var features: AdminWire.Features? {
-        if cachedFeatures == nil { cachedFeatures = files.read(AdminWire.Features.self, from: featuresURL) }
+    public var features: FeatureValues? {
+        if cachedFeatures == nil { cachedFeatures = files.read(AdminWire.Features.self, from: featuresURL).map(FeatureValues.init) }
         return cachedFeatures
     }
 
     /// A feature's value: the server's (last good copy) merged over the app's `defaults` (objects per field, maps per
     /// key, lists replaced, `null` deletes); the defaults alone when nothing was ever fetched.
     public func featureValue(_ featureID: String, defaults: JSONValue) -> JSONValue {
-        guard let value = features?.features[featureID] else { return defaults }
+        guard let value = features?.values[featureID] else { return defaults }
         return FeatureMerge.merge(defaults, value)
     }
 
     // MARK: Behavioural events
 
-    /// The behavioural event store (Nimbus's), as saved.
-    public var eventStore: EventStore {
+    /// The behavioural event store (Nimbus's), as saved. Internal: targeting reads it through ``nextMessage(for:context:recipe:)``.
+    var eventStore: EventStore {
         if cachedEventStore == nil { cachedEventStore = files.read(EventStore.self, from: eventStoreURL) ?? EventStore() }
         return cachedEventStore ?? EventStore()
     }
+
+    /// The behavioural events recorded so far (their ids, sorted): what targeting expressions count.
+    public var recordedBehaviors: [String] { eventStore.eventIDs }
 
     /// Records a behavioural event for targeting (`homepage_viewed`, `app_cycle.foreground`, ...) and saves the store.
     /// With a `viewID`, the same view reporting twice within a short window counts once (bug B1).
@@ -80,8 +83,8 @@ extension SurveyClient {
 
     // MARK: Messages
 
-    /// Per-message display state, as saved.
-    public var messageStore: MessageStore {
+    /// Per-message display state, as saved. Internal: selection and the `message…` calls keep it.
+    var messageStore: MessageStore {
         if cachedMessageStore == nil { cachedMessageStore = files.read(MessageStore.self, from: messageStoreURL) ?? MessageStore() }
         return cachedMessageStore ?? MessageStore()
     }
@@ -137,7 +140,7 @@ extension SurveyClient {
     public func messageDisplayed(_ message: Message) {
         var store = messageStore
         var events = store.displayed(message, sessionID: sessionID, at: now())
-        if let slug = message.data.experiment, let branch = features?.enrollments.first(where: { $0.slug == slug })?.branch {
+        if let slug = message.data.experiment, let branch = features?.branch(of: slug) {
             events.append(MessagingEvent("nimbus_events", "exposure", ["experiment": slug, "branch": branch, "feature_id": "messaging"]))
         }
         apply(store, events)

@@ -92,7 +92,7 @@ public actor SurveyClient {
     /// Identifies the current session (message impressions count once per session).
     var sessionID = UUID().uuidString.lowercased()
     /// Messaging state read from disk once, then kept in step with what is written.
-    var cachedFeatures: AdminWire.Features?
+    var cachedFeatures: FeatureValues?
     var cachedEventStore: EventStore?
     var cachedMessageStore: MessageStore?
     /// Malformed messages and recipe notes already reported.

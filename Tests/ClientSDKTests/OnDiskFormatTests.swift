@@ -63,7 +63,7 @@ import Testing
         #expect(before.uploadsWaiting == 1 && before.pingsWaiting == 3)
         #expect(await client.clientID == fixture.state["clientID"] as? String)
         #expect(await client.userAttributes == ["cohort": "a"])
-        #expect(await client.eventStore.eventIDs == ["homepage_viewed"])
+        #expect(await client.recordedBehaviors == ["homepage_viewed"])
 
         let tap = InMemoryFlowTests.EventTap(client)
         try await client.start()

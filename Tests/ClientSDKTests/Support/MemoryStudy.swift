@@ -52,6 +52,8 @@ final class MemoryStudy: HTTPTransport {
         var scheduling = "server"
         /// Whether Glean's ingestion route (`/submit/...`) is served (404 otherwise, as on Beiwe).
         var ingests = false
+        /// The answer of `GET /features/<app>` (404 while nil).
+        var features: JSONValue?
     }
 
     private let state = Mutex(State())
@@ -65,6 +67,9 @@ final class MemoryStudy: HTTPTransport {
     }
 
     // MARK: What a test sets
+
+    /// Serves `GET /features/<app>` with `value` (the mock server's body: `features`, `enrollments`).
+    func setFeatures(_ value: JSONValue) { state.withLock { $0.features = value } }
 
     /// Adds a survey the server serves.
     func addSurvey(_ id: String, name: String = "Mood") {
@@ -227,6 +232,9 @@ final class MemoryStudy: HTTPTransport {
             return TransportResponse(status: 200, headers: [("Content-Type", "application/json")], body: Array(try! WireJSON.encode(list)))
         case "/upload":
             return TransportResponse(status: 200, headers: [], body: Array("upload successful.".utf8))
+        case _ where path.hasPrefix("/features/"):
+            guard let features = state.withLock({ $0.features }) else { return Self.beiwe404 }
+            return Self.json(200, features)
         case _ where path.hasPrefix("/submit/") && state.withLock({ $0.ingests }):
             return TransportResponse(status: 200, headers: [], body: [])
         default:
