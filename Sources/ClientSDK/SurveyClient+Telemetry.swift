@@ -20,7 +20,7 @@ extension SurveyClient {
     // MARK: Recording
 
     /// Records a telemetry event (appended to disk at once). An `events` ping with reason `max_capacity` is made once
-    /// ``SurveyClientConfiguration/telemetryBatchSize`` events wait. Extra values longer than 500 bytes are truncated,
+    /// ``SurveyClientConfiguration/telemetryBatchSize`` (or ``TelemetryConfiguration/maxEvents``, the smaller) events wait. Extra values longer than 500 bytes are truncated,
     /// as Glean does. Nothing is recorded while upload is disabled.
     ///
     /// Synchronous and callable from any thread without `await`: the line is appended under the event log's own lock,
@@ -33,7 +33,7 @@ extension SurveyClient {
         let appended: EventLog.Appended
         do {
             appended = try eventLog.append(.init(timestampMillis: WireTime.epochMillis(now()), category: category, name: name, extra: extra),
-                                           batchSize: configuration.telemetryBatchSize)
+                                           batchSize: min(configuration.telemetryBatchSize, configuration.telemetry.maxEvents))
         } catch {
             logger.warning("telemetry event not recorded", metadata: ["error": "\(error)"])
             return

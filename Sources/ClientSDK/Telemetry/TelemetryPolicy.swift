@@ -8,7 +8,8 @@ public struct TelemetryConfiguration: Sendable, Equatable {
     /// last one stored (by a start or by ``SurveyClient/setUploadEnabled(_:)``) takes effect at ``SurveyClient/start()``:
     /// turning it off then sends the deletion request (`at_init`), turning it on starts a new client id.
     public var uploadEnabled: Bool
-    /// Events in the open log that trigger an `events` ping with reason `max_capacity` (Glean: 500).
+    /// Events in the open log that trigger an `events` ping with reason `max_capacity` (Glean: 500). The smaller of this
+    /// and ``SurveyClientConfiguration/telemetryBatchSize`` applies (this one used to be ignored).
     public var maxEvents: Int
     /// Pings uploaded per ``rateInterval`` at most (Glean: 15 per 60 s); further pings wait for the window to end.
     public var pingsPerInterval: Int

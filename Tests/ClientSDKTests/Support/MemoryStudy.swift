@@ -29,6 +29,14 @@ final class MemoryStudy: HTTPTransport {
         var body: [UInt8] = []
     }
 
+    /// A telemetry ping the ingestion route took (`/submit/<app>/<ping>/1/<document id>`); its body is decoded when
+    /// it came without gzip (`.null` otherwise).
+    struct Ping: Sendable {
+        var name: String
+        var documentID: String
+        var body: JSONValue
+    }
+
     private struct Message: Sendable {
         var id: String
         var data: [UInt8]
@@ -52,6 +60,9 @@ final class MemoryStudy: HTTPTransport {
         var scheduling = "server"
         /// Whether Glean's ingestion route (`/submit/...`) is served (404 otherwise, as on Beiwe).
         var ingests = false
+        /// Pings taken, and the status every ping gets instead while set.
+        var pings: [Ping] = []
+        var ingestStatus: Int?
         /// The answer of `GET /features/<app>` (404 while nil).
         var features: JSONValue?
     }
@@ -67,6 +78,12 @@ final class MemoryStudy: HTTPTransport {
     }
 
     // MARK: What a test sets
+
+    /// Answers every ping with `status` (nil: takes them again).
+    func setIngestStatus(_ status: Int?) { state.withLock { $0.ingests = true; $0.ingestStatus = status } }
+
+    /// The pings taken, in order; only those named `name` when given.
+    func pings(_ name: String? = nil) -> [Ping] { state.withLock { $0.pings }.filter { name == nil || $0.name == name } }
 
     /// Serves `GET /features/<app>` with `value` (the mock server's body: `features`, `enrollments`).
     func setFeatures(_ value: JSONValue) { state.withLock { $0.features = value } }
@@ -236,6 +253,13 @@ final class MemoryStudy: HTTPTransport {
             guard let features = state.withLock({ $0.features }) else { return Self.beiwe404 }
             return Self.json(200, features)
         case _ where path.hasPrefix("/submit/") && state.withLock({ $0.ingests }):
+            if let status = state.withLock({ $0.ingestStatus }) {
+                return Self.json(status, ["error": ["code": "fault", "message": "injected"]])
+            }
+            let parts = path.split(separator: "/").map(String.init)  // submit, app, ping, version, id
+            let gzip = request.headers.contains { $0.name.lowercased() == "content-encoding" }
+            let body = gzip ? JSONValue.null : (try? WireJSON.decode(JSONValue.self, from: Data(request.body ?? []))) ?? .null
+            state.withLock { $0.pings.append(Ping(name: parts.count > 2 ? parts[2] : "", documentID: parts.last ?? "", body: body)) }
             return TransportResponse(status: 200, headers: [], body: [])
         default:
             return Self.beiwe404
