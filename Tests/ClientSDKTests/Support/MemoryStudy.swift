@@ -58,6 +58,8 @@ final class MemoryStudy: HTTPTransport {
         var waiting: [String: [(id: UUID, continuation: CheckedContinuation<Void, Never>)]] = [:]
         var beiweOnly = false
         var scheduling = "server"
+        /// Tokens whose open stream went silent (a connection dropped without a FIN): nothing reaches it any more.
+        var silent: Set<String> = []
         /// Whether Glean's ingestion route (`/submit/...`) is served (404 otherwise, as on Beiwe).
         var ingests = false
         /// Pings taken, and the status every ping gets instead while set.
@@ -88,10 +90,13 @@ final class MemoryStudy: HTTPTransport {
     /// Serves `GET /features/<app>` with `value` (the mock server's body: `features`, `enrollments`).
     func setFeatures(_ value: JSONValue) { state.withLock { $0.features = value } }
 
-    /// Adds a survey the server serves.
-    func addSurvey(_ id: String, name: String = "Mood") {
+    /// Registration answers `scheduling` (`server`, or `device` for an old-style study).
+    func setScheduling(_ scheduling: String) { state.withLock { $0.scheduling = scheduling } }
+
+    /// Adds a survey the server serves (with Beiwe's weekly `timings`, for old-style studies).
+    func addSurvey(_ id: String, name: String = "Mood", timings: [[Int]] = [[], [], [], [], [], [], []]) {
         let question: JSONValue = ["question_id": "q1", "question_type": "slider", "question_text": "How are you?", "min": "0", "max": "10"]
-        let entry = SurveyEntry(id: id, name: name, surveyType: "tracking_survey", content: [question], settings: [:], timings: [[], [], [], [], [], [], []])
+        let entry = SurveyEntry(id: id, name: name, surveyType: "tracking_survey", content: [question], settings: [:], timings: timings)
         state.withLock { $0.surveys[id] = entry }
     }
 
@@ -124,6 +129,10 @@ final class MemoryStudy: HTTPTransport {
         stream?.finish()
     }
 
+    /// The open stream of `token` goes silent: it stays open but nothing reaches it (keepalives neither), as a
+    /// connection dropped without a FIN. The next stream opened gets the backlog again.
+    func silence(_ token: String) { _ = state.withLock { $0.silent.insert(token) } }
+
     /// Sends a survey push to `token` (delivered now when its stream is open, else on its next open, until acked).
     func push(to token: String, id: String, surveys: [String: [String]], nonce: String = UUID().uuidString) {
         let push = SurveyPush(surveyIDs: surveys.keys.sorted(), sentTime: "2026-05-04T14:00:00", nonce: nonce, surveyUUIDs: surveys)
@@ -133,7 +142,7 @@ final class MemoryStudy: HTTPTransport {
         let bytes = Array("event: push\nid: \(id)\ndata: \(json)\n\n".utf8)
         let stream = state.withLock { state in
             state.backlog[token, default: []].append(Message(id: id, data: bytes))
-            return state.streams[token]
+            return state.silent.contains(token) ? nil : state.streams[token]
         }
         stream?.yield(bytes)
     }
@@ -196,6 +205,7 @@ final class MemoryStudy: HTTPTransport {
             guard !state.gone.contains(token), token.hasPrefix("tok-") else { return nil }
             state.streams[token]?.finish()
             state.streams[token] = continuation
+            state.silent.remove(token)
             return state.backlog[token] ?? []
         }
         guard let backlog else {
