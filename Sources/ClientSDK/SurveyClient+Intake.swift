@@ -18,7 +18,13 @@ extension SurveyClient {
     func handle(_ event: ServerSentEvent) async {
         guard event.event == "push" else { return }
         guard let message = try? WireJSON.decode(RelayWire.Message.self, from: event.data) else {
-            emit(.error(SurveyClientError(code: "bad_push", message: "unreadable relay message")))
+            // Acknowledged by the event's id (the relay's message id): unacked, it came again on every connection and,
+            // ten of them, filled the relay's window of unacked messages so that no push came after them.
+            if let id = event.id {
+                await ack(id)
+                pushStream.handled(id)
+            }
+            emit(.error(SurveyClientError(code: "bad_push", message: "unreadable relay message \(event.id ?? "without an id")")))
             return
         }
         let data = SurveyPush.dataFields(fromRelayPayload: message.payload)

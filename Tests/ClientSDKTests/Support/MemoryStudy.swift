@@ -52,7 +52,7 @@ final class MemoryStudy: HTTPTransport {
         var streams: [String: AsyncThrowingStream<[UInt8], any Error>.Continuation] = [:]
         var surveys: [String: SurveyEntry] = [:]
         /// Answers that replace a route's next ones: path → statuses, first first.
-        var faults: [String: [Int]] = [:]
+        var faults: [String: [(status: Int, code: String)]] = [:]
         /// Routes whose requests wait until released.
         var held: Set<String> = []
         var waiting: [String: [(id: UUID, continuation: CheckedContinuation<Void, Never>)]] = [:]
@@ -87,8 +87,8 @@ final class MemoryStudy: HTTPTransport {
     /// The pings taken, in order; only those named `name` when given.
     func pings(_ name: String? = nil) -> [Ping] { state.withLock { $0.pings }.filter { name == nil || $0.name == name } }
 
-    /// Serves `GET /features/<app>` with `value` (the mock server's body: `features`, `enrollments`).
-    func setFeatures(_ value: JSONValue) { state.withLock { $0.features = value } }
+    /// Serves `GET /features/<app>` with `value` (the mock server's body: `features`, `enrollments`); nil: 404.
+    func setFeatures(_ value: JSONValue?) { state.withLock { $0.features = value } }
 
     /// Registration answers `scheduling` (`server`, or `device` for an old-style study).
     func setScheduling(_ scheduling: String) { state.withLock { $0.scheduling = scheduling } }
@@ -103,9 +103,10 @@ final class MemoryStudy: HTTPTransport {
     /// Deletes a survey (a push naming it finds it gone).
     func removeSurvey(_ id: String) { _ = state.withLock { $0.surveys.removeValue(forKey: id) } }
 
-    /// The next `count` requests to `path` (e.g. `/download_survey`, `/v1/devices`) answer `status`.
-    func fail(_ path: String, status: Int, count: Int = 1) {
-        state.withLock { $0.faults[path, default: []] += Array(repeating: status, count: count) }
+    /// The next `count` requests to `path` (e.g. `/download_survey`, `/v1/devices`) answer `status` with an error body
+    /// of `code`.
+    func fail(_ path: String, status: Int, count: Int = 1, code: String = "fault") {
+        state.withLock { $0.faults[path, default: []] += Array(repeating: (status, code), count: count) }
     }
 
     /// Requests to `path` wait until ``release(_:)``.
@@ -127,6 +128,16 @@ final class MemoryStudy: HTTPTransport {
             return state.streams.removeValue(forKey: token)
         }
         stream?.finish()
+    }
+
+    /// Sends `data` as a `push` event to `token`'s open stream as it is (an unreadable relay message, say).
+    func pushRaw(to token: String, id: String, data: String) {
+        let bytes = Array("event: push\nid: \(id)\ndata: \(data)\n\n".utf8)
+        let stream = state.withLock { state in
+            state.backlog[token, default: []].append(Message(id: id, data: bytes))
+            return state.streams[token]
+        }
+        stream?.yield(bytes)
     }
 
     /// The open stream of `token` goes silent: it stays open but nothing reaches it (keepalives neither), as a
@@ -181,8 +192,8 @@ final class MemoryStudy: HTTPTransport {
         state.withLock { $0.seen.append(Seen(method: request.method, path: path, form: form, headers: request.headers, body: request.body ?? [])) }
         await waitIfHeld(path)
         if Task.isCancelled { throw TransportError(code: "cancelled", message: "cancelled") }
-        if let status = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
-            return Self.json(status, ["error": ["code": "fault", "message": "injected"]])
+        if let fault = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
+            return Self.json(fault.status, ["error": ["code": .string(fault.code), "message": "injected"]])
         }
         return answer(path: path, form: form, request: request)
     }
@@ -197,8 +208,8 @@ final class MemoryStudy: HTTPTransport {
             return TransportClient.EventStream(status: 404, chunks: AsyncThrowingStream { $0.finish() })
         }
         let token = parts[2]
-        if let status = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
-            return TransportClient.EventStream(status: status, chunks: AsyncThrowingStream { $0.finish() })
+        if let fault = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
+            return TransportClient.EventStream(status: fault.status, chunks: AsyncThrowingStream { $0.finish() })
         }
         let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         let backlog: [Message]? = state.withLock { state in
