@@ -7,6 +7,16 @@ import Transport
 /// ``SurveyClient/consume(_:deadAfter:handle:tick:)``: reading a push stream until it closes or goes silent, with the
 /// retry tick beside it, and ``StreamWatch``.
 @Suite struct StreamReadingTests {
+    /// Polls `condition` for up to 10 s (the whole suite shares two cores: a task may start late).
+    static func until(_ condition: () -> Bool) async -> Bool {
+        let end = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < end {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+
     static func stream() -> (EventItems, AsyncThrowingStream<[UInt8], any Error>.Continuation) {
         let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
         return (TransportClient.EventStream(status: 200, chunks: chunks).items, continuation)
@@ -25,17 +35,18 @@ import Transport
     @Test func aSilentStreamIsDeadAfterItsLimitButKeepalivesKeepItAlive() async throws {
         let (items, continuation) = Self.stream()
         let started = ContinuousClock.now
-        // Keepalives every 50 ms for 300 ms, then silence: dead about 150 ms after the last.
+        // Keepalives every 50 ms for 1.5 s, then silence: dead about 1 s after the last (a limit twenty times the gap,
+        // so a feeder slowed by a loaded machine does not look silent).
         let feeder = Task {
-            for _ in 0..<6 {
+            for _ in 0..<30 {
                 continuation.yield(Array(": keepalive\n\n".utf8))
                 try? await Task.sleep(for: .milliseconds(50))
             }
         }
-        let end = try await SurveyClient.consume(items, deadAfter: .milliseconds(150)) { _ in }
+        let end = try await SurveyClient.consume(items, deadAfter: .seconds(1)) { _ in }
         let took = ContinuousClock.now - started
         #expect(end == .dead)
-        #expect(took >= .milliseconds(400), "declared dead after \(took) while keepalives came")
+        #expect(took >= .milliseconds(1500), "declared dead after \(took) while keepalives came")
         feeder.cancel()
         continuation.finish()
     }
@@ -50,8 +61,8 @@ import Transport
                 handled.withLock { $0 += 1 }
             }
         }
-        try await Task.sleep(for: .milliseconds(350))
-        #expect(handled.withLock { $0 } == 1)
+        #expect(await Self.until { handled.withLock { $0 } == 1 })
+        // Still reading after a handling three times the limit: it ends when the stream closes, not as dead.
         continuation.finish()
         #expect(try await reading.value == .closed)
     }
@@ -63,8 +74,7 @@ import Transport
             try await SurveyClient.consume(items, deadAfter: .seconds(5), handle: { _ in },
                                            tick: { ticks.withLock { $0 += 1 }; return .milliseconds(10) })
         }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(ticks.withLock { $0 } >= 3)
+        #expect(await Self.until { ticks.withLock { $0 } >= 3 })
         continuation.finish()
         _ = try await reading.value
         let after = ticks.withLock { $0 }
@@ -74,15 +84,17 @@ import Transport
 
     @Test func aWatchIsSilentOnlyWhenIdlePastTheLimit() async throws {
         let watch = StreamWatch()
-        #expect(!watch.isSilent(for: .milliseconds(20)))
+        #expect(!watch.isSilent(for: .seconds(5)))
         try await Task.sleep(for: .milliseconds(40))
         #expect(watch.isSilent(for: .milliseconds(20)))
         watch.busy(true)
         try await Task.sleep(for: .milliseconds(40))
         #expect(!watch.isSilent(for: .milliseconds(20)))
         watch.busy(false)
-        #expect(!watch.isSilent(for: .milliseconds(20)))
+        #expect(!watch.isSilent(for: .seconds(5)))
+        try await Task.sleep(for: .milliseconds(40))
+        #expect(watch.isSilent(for: .milliseconds(30)))
         watch.touch()
-        #expect(!watch.isSilent(for: .milliseconds(20)))
+        #expect(!watch.isSilent(for: .milliseconds(30)))
     }
 }
