@@ -140,6 +140,12 @@ final class MemoryStudy: HTTPTransport {
         stream?.yield(bytes)
     }
 
+    /// The relay closes `token`'s open stream (a restart, a load balancer): the device reconnects.
+    func drop(_ token: String) {
+        let stream = state.withLock { $0.streams.removeValue(forKey: token) }
+        stream?.finish()
+    }
+
     /// The open stream of `token` goes silent: it stays open but nothing reaches it (keepalives neither), as a
     /// connection dropped without a FIN. The next stream opened gets the backlog again.
     func silence(_ token: String) { _ = state.withLock { $0.silent.insert(token) } }

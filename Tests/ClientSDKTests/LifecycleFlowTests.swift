@@ -1,0 +1,99 @@
+import Foundation
+import SurveyWire
+import Testing
+@testable import ClientSDK
+
+/// A client's life in memory: two starts at once, a dropped connection resumed where it stopped, sessions, and a
+/// damaged file among good ones.
+@Suite struct LifecycleFlowTests {
+    typealias Flow = InMemoryFlowTests
+
+    @Test func twoStartsAtOnceMintOneTokenAndRegisterOnce() async throws {
+        let study = MemoryStudy()
+        study.hold("/v1/devices")
+        let client = try Flow.client(study)
+        let first = Task { try await client.start() }
+        let second = Task { try await client.start() }
+        #expect(await study.until { study.seen("/v1/devices").count == 1 })
+        try await Task.sleep(for: .milliseconds(50))
+        study.release("/v1/devices")
+        try await first.value
+        try await second.value
+        #expect(study.mintedTokens == ["tok-1"])
+        #expect(study.seen("/register_user").count == 1)
+        await client.close()
+    }
+
+    @Test func aDroppedStreamReconnectsFromTheLastHandledPush() async throws {
+        let study = MemoryStudy()
+        study.addSurvey("s1")
+        study.addSurvey("s2")
+        let (client, tap) = try await Flow.running(study)
+        study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]])
+        #expect(await study.until { tap.count(Flow.isAvailable) == 1 && study.unacked("tok-1").isEmpty })
+        study.drop("tok-1")
+        #expect(await study.until { study.openStreams == ["tok-1"] })
+        let reconnect = try #require(study.seen.last { $0.path == "/v1/devices/tok-1/stream" })
+        #expect(reconnect.headers.contains { $0.name == "Last-Event-ID" && $0.value == "m1" })
+        study.push(to: "tok-1", id: "m2", surveys: ["s2": ["u2"]])
+        #expect(await study.until { tap.count(Flow.isAvailable) == 2 })
+        await client.close()
+    }
+
+    @Test func stopAndStartAgainKeepTheTokenAndTheRegistration() async throws {
+        let study = MemoryStudy()
+        study.addSurvey("s1")
+        let (client, tap) = try await Flow.running(study)
+        await client.stop()
+        #expect(await study.until { study.openStreams.isEmpty })
+        #expect(await !client.isActive)
+        // Pushed while stopped: waits at the relay, comes with the next stream.
+        study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]])
+        try await client.start()
+        #expect(await client.isActive)
+        #expect(await study.until { tap.count(Flow.isAvailable) == 1 })
+        #expect(study.mintedTokens == ["tok-1"] && study.seen("/register_user").count == 1)
+        await client.close()
+        #expect(await client.isClosed)
+    }
+
+    @Test func pauseAndResumeChangeTheSessionOnlyOnce() async throws {
+        let study = MemoryStudy(ingestsTelemetry: true)
+        let configuration = SurveyClientConfiguration(
+            serverURL: MemoryStudy.serverURL, relayURL: nil, storageDirectory: Flow.directory(), patientID: "p1",
+            temporaryPassword: "temp", gzipTelemetry: false, heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, osVersion: "14")
+        let client = try SurveyClient(configuration: configuration, transport: study)
+        try await client.start()
+        await client.resume()  // already active: nothing
+        await client.pause()
+        await client.pause()   // already paused: nothing
+        await client.resume()
+        await client.close()
+        let reasons = study.pings("baseline").compactMap { $0.body["ping_info"]?["reason"]?.stringValue }
+        #expect(reasons == ["active", "inactive", "active", "inactive"])
+    }
+
+    @Test func aDamagedStoredSurveyIsQuarantinedAndTheOthersServe() async throws {
+        let study = MemoryStudy()
+        study.addSurvey("s1")
+        study.addSurvey("s2")
+        let directory = Flow.directory()
+        let first = try Flow.client(study, directory: directory)
+        let tap = Flow.EventTap(first)
+        try await first.start()
+        study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"], "s2": ["u2"]])
+        #expect(await study.until { tap.count(Flow.isAvailable) == 2 })
+        await first.close()
+        // A torn write (power lost mid-file on a filesystem without our rename): s1's file is garbage.
+        try Data("{\"surveyID\": \"s1\", \"ent".utf8).write(to: directory.appendingPathComponent("surveys/s1.json"))
+        let second = try Flow.client(study, directory: directory)
+        let status = await second.status()
+        #expect(status.pendingSurveys == ["s2"])
+        #expect(status.quarantined.count == 1 && status.quarantined.first?.contains("s1") == true)
+        // The other survey is answered as usual.
+        try await second.start()
+        try await second.submit(answers: ["q1": "2"], for: "s2")
+        #expect(await second.status().pendingSurveys.isEmpty)
+        await second.close()
+    }
+}
