@@ -27,6 +27,10 @@ final class MemoryStudy: HTTPTransport {
         var headers: [(name: String, value: String)]
         /// The raw body (telemetry pings are JSON, not a form).
         var body: [UInt8] = []
+        /// The path as sent (iOS devices add `/ios` to the mobile routes; `path` has it removed).
+        var sentPath = ""
+        /// The `filename` of a multipart `file` part (iOS uploads).
+        var fileName: String?
     }
 
     /// A telemetry ping the ingestion route took (`/submit/<app>/<ping>/1/<document id>`); its body is decoded when
@@ -195,7 +199,12 @@ final class MemoryStudy: HTTPTransport {
 
     func send(_ request: TransportRequest) async throws(TransportError) -> TransportResponse {
         let (path, form) = Self.parse(request)
-        state.withLock { $0.seen.append(Seen(method: request.method, path: path, form: form, headers: request.headers, body: request.body ?? [])) }
+        let sentPath = URL(string: request.url)?.path ?? request.url
+        let fileName = Self.multipart(request)?.parts.first { $0.name == "file" }?.filename
+        state.withLock {
+            $0.seen.append(Seen(method: request.method, path: path, form: form, headers: request.headers, body: request.body ?? [],
+                                sentPath: sentPath, fileName: fileName))
+        }
         await waitIfHeld(path)
         if Task.isCancelled { throw TransportError(code: "cancelled", message: "cancelled") }
         if let fault = state.withLock({ $0.faults[path]?.isEmpty == false ? $0.faults[path]!.removeFirst() : nil }) {
@@ -345,7 +354,16 @@ final class MemoryStudy: HTTPTransport {
         var form: [String: String] = [:]
         if let body = request.body, request.headers.contains(where: { $0.value.hasPrefix("application/x-www-form-urlencoded") }) {
             for field in FormBody(parsingBytes: body).fields { form[field.name] = field.value }
+        } else if let multipart = multipart(request) {
+            for part in multipart.parts { form[part.name] = String(decoding: part.body, as: UTF8.self) }
         }
         return (path, form)
+    }
+
+    /// The parts of a multipart body (iOS uploads), nil for any other body.
+    static func multipart(_ request: TransportRequest) -> MultipartForm? {
+        guard let body = request.body, let type = request.headers.first(where: { $0.name.lowercased() == "content-type" })?.value,
+              let boundary = MultipartForm.boundary(fromContentType: type) else { return nil }
+        return try? MultipartForm(parsing: body, boundary: boundary)
     }
 }
