@@ -113,6 +113,9 @@ final class MemoryStudy: HTTPTransport {
         state.withLock { $0.faults[path, default: []] += Array(repeating: (status, code), count: count) }
     }
 
+    /// Forgets the faults still queued for `path`.
+    func clearFaults(_ path: String) { _ = state.withLock { $0.faults.removeValue(forKey: path) } }
+
     /// Requests to `path` wait until ``release(_:)``.
     func hold(_ path: String) { _ = state.withLock { $0.held.insert(path) } }
 
