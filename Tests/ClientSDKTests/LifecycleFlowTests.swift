@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SurveyWire
 import Testing
 @testable import ClientSDK
@@ -95,5 +96,52 @@ import Testing
         try await second.submit(answers: ["q1": "2"], for: "s2")
         #expect(await second.status().pendingSurveys.isEmpty)
         await second.close()
+    }
+}
+
+/// Many clients in one process on one transport (as `DeviceHost` runs them), and the server's survey-check frequency.
+@Suite struct FleetFlowTests {
+    typealias Flow = InMemoryFlowTests
+
+    @Test func clientsSharingATransportEachGetTheirOwnTokenAndOnlyTheirPushes() async throws {
+        let study = MemoryStudy()
+        study.addSurvey("s1")
+        var clients: [(SurveyClient, Flow.EventTap)] = []
+        for _ in 0..<5 {
+            let client = try Flow.client(study)
+            clients.append((client, Flow.EventTap(client)))
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (client, _) in clients { group.addTask { try await client.start() } }
+            try await group.waitForAll()
+        }
+        var tokens: [String] = []
+        for (client, _) in clients { tokens.append(try #require(await client.pushToken)) }
+        #expect(Set(tokens).count == 5)
+        #expect(await study.until { study.openStreams == Set(tokens) })
+        study.push(to: tokens[2], id: "m1", surveys: ["s1": ["u1"]])
+        #expect(await study.until { clients[2].1.count(Flow.isAvailable) == 1 })
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(clients.enumerated().allSatisfy { index, pair in pair.1.count(Flow.isAvailable) == (index == 2 ? 1 : 0) })
+        for (client, _) in clients { await client.close() }
+        #expect(study.openStreams.isEmpty)
+    }
+
+    @Test func theServersSurveyCheckFrequencyDecidesWhenTheDeviceDownloadsAgain() async throws {
+        let study = MemoryStudy()
+        study.setScheduling("device")
+        study.setCheckFrequency(5)  // below Beiwe's floor: 30 s
+        let clock = Mutex(Date(timeIntervalSince1970: 1_795_800_000))
+        let client = try SurveyClient(configuration: SeamFlowTests.configuration(relay: false), transport: study,
+                                      now: { clock.withLock { $0 } })
+        try await client.start()
+        #expect(study.seen("/download_surveys").count == 1)
+        clock.withLock { $0 = $0.addingTimeInterval(20) }
+        await client.localScheduleTick()
+        #expect(study.seen("/download_surveys").count == 1)  // 20 s: not yet (the floor, not 5 s)
+        clock.withLock { $0 = $0.addingTimeInterval(11) }
+        await client.localScheduleTick()
+        #expect(study.seen("/download_surveys").count == 2)
+        await client.close()
     }
 }

@@ -107,4 +107,41 @@ import Testing
         })
         await client.close()
     }
+
+    /// A state file as the first release wrote it: none of the fields added since (`announcedToken`, `seqs`, `dirty`,
+    /// `firstRunDate`, ...), and telemetry events kept in the state itself (before the event log). It opens: the events
+    /// move to the log, and since nothing says the server holds the token, the start tells it again.
+    @Test func aStateFromTheFirstReleaseOpensAndIsCompleted() async throws {
+        let directory = InMemoryFlowTests.directory()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let key = Data(MemoryStudy.sharedKey.publicKeyDER()).base64EncodedString()
+        let state = """
+            {"deviceID":"d-1","relayToken":"tok-7","passwordHash":"\(BeiwePasswordHash.temp)","registered":true,
+             "studyID":"study-1","scheduling":"server","timeZone":"America/Chicago","publicKey":"\(key)","clientID":"c-1",
+             "pingSeq":0,"seenNonces":[],"seenUUIDs":["u0"],"deviceSurveys":[],
+             "pendingEvents":[{"timestampMillis":1795700000000,"category":"old","name":"kept_in_state"}]}
+            """
+        try Data(state.utf8).write(to: directory.appendingPathComponent("state.json"))
+        let study = MemoryStudy(ingestsTelemetry: true)
+        let configuration = SurveyClientConfiguration(
+            serverURL: MemoryStudy.serverURL, relayURL: MemoryStudy.relayURL, storageDirectory: directory, patientID: "p1",
+            temporaryPassword: "temp", gzipTelemetry: false, heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, osVersion: "14")
+        let client = try SurveyClient(configuration: configuration, transport: study)
+        #expect(await client.status().eventsWaiting == 1)
+        #expect(await client.clientID == "c-1")
+        #expect(await client.pushToken == "tok-7")
+        try await client.start()
+        #expect(study.mintedTokens.isEmpty && study.seen("/register_user").isEmpty)
+        #expect(study.seen("/set_fcm_token").map { $0.form["fcm_token"] } == ["tok-7"])
+        #expect(await study.until { study.openStreams == ["tok-7"] })
+        await client.close()
+        let events = study.pings("events").flatMap { $0.body["events"]?.arrayValue ?? [] }.compactMap { $0["name"]?.stringValue }
+        #expect(events.contains("kept_in_state"))
+        #expect(study.pings().allSatisfy { $0.body["client_info"]?["first_run_date"]?.stringValue != nil })
+    }
+}
+
+/// The device hash of the fixtures' temporary password.
+enum BeiwePasswordHash {
+    static let temp = BeiwePassword.deviceHash("temp")
 }

@@ -66,6 +66,8 @@ final class MemoryStudy: HTTPTransport {
         var silent: Set<String> = []
         /// Whether Glean's ingestion route (`/submit/...`) is served (404 otherwise, as on Beiwe).
         var ingests = false
+        /// Beiwe's `device_settings.check_for_new_surveys_frequency_seconds` in the registration answer, when set.
+        var checkFrequency: Int?
         /// Pings taken, and the status every ping gets instead while set.
         var pings: [Ping] = []
         var ingestStatus: Int?
@@ -93,6 +95,9 @@ final class MemoryStudy: HTTPTransport {
 
     /// Serves `GET /features/<app>` with `value` (the mock server's body: `features`, `enrollments`); nil: 404.
     func setFeatures(_ value: JSONValue?) { state.withLock { $0.features = value } }
+
+    /// Registration answers Beiwe's `device_settings` with this survey-check frequency (seconds).
+    func setCheckFrequency(_ seconds: Int?) { state.withLock { $0.checkFrequency = seconds } }
 
     /// Registration answers `scheduling` (`server`, or `device` for an old-style study).
     func setScheduling(_ scheduling: String) { state.withLock { $0.scheduling = scheduling } }
@@ -271,6 +276,9 @@ final class MemoryStudy: HTTPTransport {
             var body: [String: JSONValue] = ["client_public_key": .string(Data(key.publicKeyDER()).base64EncodedString()),
                                              "study_id": "study-1", "timezone": "America/Chicago"]
             if !beiweOnly { body["scheduling"] = .string(scheduling) }
+            if let frequency = state.withLock({ $0.checkFrequency }) {
+                body["device_settings"] = ["check_for_new_surveys_frequency_seconds": .number(Double(frequency))]
+            }
             return Self.json(200, .object(body))
         case "/set_fcm_token", "/mobile-heartbeat":
             return TransportResponse(status: 200, headers: [], body: [])
