@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "MockServer", targets: ["MockServer"]),
         .library(name: "PushRelay", targets: ["PushRelay"]),
         .library(name: "TrioTesting", targets: ["TrioTesting"]),
+        .library(name: "TrioLoad", targets: ["TrioLoad"]),
         .executable(name: "mock-server", targets: ["mock-server"]),
         .executable(name: "push-relay", targets: ["push-relay"]),
         .executable(name: "survey-cli", targets: ["survey-cli"]),
@@ -153,6 +154,17 @@ let package = Package(
             dependencies: [
                 "SurveyWire", "Scheduling", "Transport", "ClientSDK", "SurveyCrypto",
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
+        // The load tool behind `survey-cli load` (registration and push drivers, HdrHistogram reports), apart from the
+        // test kit so that test suites do not link it.
+        .target(
+            name: "TrioLoad",
+            dependencies: [
+                "TrioTesting", "SurveyWire", "Transport", "SurveyCrypto",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: swiftSettings
@@ -194,7 +206,7 @@ let package = Package(
         .executableTarget(
             name: "survey-cli",
             dependencies: [
-                "ClientSDK", "TrioTesting", "SurveyWire", "Scheduling", "Messaging", "DeviceHost",
+                "ClientSDK", "TrioTesting", "TrioLoad", "SurveyWire", "Scheduling", "Messaging", "DeviceHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -210,7 +222,7 @@ let package = Package(
         // Benchmarks (run by hand in release; see README "Performance").
         .executableTarget(
             name: "advance-benchmark",
-            dependencies: ["TrioTesting", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport"],
+            dependencies: ["TrioTesting", "TrioLoad", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport"],
             path: "Benchmarks/AdvanceBenchmark",
             swiftSettings: swiftSettings
         ),
@@ -273,7 +285,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "TrioTesting", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "Messaging",
+                "TrioTesting", "TrioLoad", "ClientSDK", "SurveyWire", "Scheduling", "SurveyCrypto", "Transport", "Messaging",
                 // Seeds a server's database with rows the API refuses, to test what a server does with them at start.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

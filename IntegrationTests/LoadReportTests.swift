@@ -3,7 +3,8 @@ import Histogram
 import SurveyWire
 import Testing
 import Transport
-@testable import TrioTesting
+@testable import TrioLoad
+import TrioTesting
 
 /// A stand-in Beiwe server without the trio's admin API (IntegrationTests/Fixtures/standin-server.py), answering
 /// registrations after `delayMs`.

@@ -2,7 +2,8 @@ import Foundation
 import SurveyWire
 import Testing
 import Transport
-@testable import TrioTesting
+@testable import TrioLoad
+import TrioTesting
 
 extension Integration {
 /// `survey-cli load` against the real trio: short, bounded runs.

@@ -4,6 +4,7 @@ import SurveyCrypto
 import SurveyWire
 import Testing
 import Transport
+import TrioLoad
 import TrioTesting
 
 extension Integration {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every public declaration of the modules people program against has a doc comment.
 
-    python3 scripts/doc-coverage.py [MODULE ...]    (default: ClientSDK SurveyWire TrioTesting)
+    python3 scripts/doc-coverage.py [MODULE ...]    (default: ClientSDK SurveyWire TrioTesting TrioLoad)
 
 Reads Sources/MODULE/**/*.swift and lists each `public` declaration (type, function, initializer, property,
 subscript, typealias) whose line is not preceded by a `///` comment (attributes such as `@discardableResult` in
@@ -13,7 +13,7 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_MODULES = ["ClientSDK", "SurveyWire", "TrioTesting"]
+DEFAULT_MODULES = ["ClientSDK", "SurveyWire", "TrioTesting", "TrioLoad"]
 MODIFIERS = r"(?:static|class|final|mutating|nonmutating|nonisolated|convenience|required|override|indirect|lazy|dynamic)"
 DECLARATION = re.compile(
     r"^(?:@[\w.]+(?:\([^)]*\))?\s+)*public\s+(?:" + MODIFIERS + r"\s+)*"

@@ -3,6 +3,7 @@ import Scheduling
 import SurveyCrypto
 import SurveyWire
 import Transport
+import TrioLoad
 import TrioTesting
 
 /// Measures how long `POST /__admin/studies/{id}/clock {"advance_seconds": 7 days}` takes when every participant

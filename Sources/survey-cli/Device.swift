@@ -4,6 +4,7 @@ import DeviceHost
 import Foundation
 import Logging
 import SurveyWire
+import TrioLoad
 import TrioTesting
 
 /// `survey-cli device ...`: one simulated participant device kept in a directory, so a shell user or a test in another

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import SurveyWire
 import Transport
+import TrioLoad
 import TrioTesting
 
 /// `survey-cli load ...`: load tests of the registration flow.

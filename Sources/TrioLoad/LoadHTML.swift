@@ -1,4 +1,5 @@
 import Foundation
+import TrioTesting
 import Histogram
 
 /// A load report as one self-contained HTML page (`--html FILE`): inline SVG charts drawn by `SVGChart`, no script and

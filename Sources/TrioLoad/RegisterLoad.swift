@@ -1,4 +1,5 @@
 import Foundation
+import TrioTesting
 import Histogram
 import Synchronization
 import SurveyCrypto

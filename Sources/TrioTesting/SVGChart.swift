@@ -2,11 +2,17 @@ import Foundation
 
 /// A line chart drawn as inline SVG (no script, nothing fetched): series of (x, y) points on linear or log-10 axes with
 /// ticks, a legend and a title. Small on purpose: what a load report needs and nothing else.
-struct SVGChart {
-    struct Series {
+package struct SVGChart {
+    package struct Series {
         var name: String
         var color: String
         var points: [(x: Double, y: Double)]
+
+        package init(name: String, color: String, points: [(x: Double, y: Double)]) {
+            self.name = name
+            self.color = color
+            self.points = points
+        }
     }
 
     var title: String
@@ -19,9 +25,18 @@ struct SVGChart {
     var width = 720.0
     var height = 300.0
 
+    package init(title: String, xLabel: String, yLabel: String, series: [Series], logX: Bool = false, xTicks: [(Double, String)]? = nil) {
+        self.title = title
+        self.xLabel = xLabel
+        self.yLabel = yLabel
+        self.series = series
+        self.logX = logX
+        self.xTicks = xTicks
+    }
+
     private let left = 64.0, right = 16.0, top = 52.0, bottom = 48.0
 
-    func render() -> String {
+    package func render() -> String {
         let all = series.flatMap(\.points).filter { $0.x.isFinite && $0.y.isFinite }
         var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
             + "viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(Self.escape(title))\">"
@@ -93,7 +108,7 @@ struct SVGChart {
         return String(format: "%.2f", v)
     }
 
-    static func escape(_ text: String) -> String {
+    package static func escape(_ text: String) -> String {
         text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
             .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
     }
