@@ -145,3 +145,39 @@ import Testing
         await client.close()
     }
 }
+
+/// The ends of a client's life as an app sees them: the event stream finishing, and `run()` failing.
+@Suite struct ClientEndTests {
+    typealias Flow = InMemoryFlowTests
+
+    @Test func theEventStreamFinishesWhenTheClientCloses() async throws {
+        let study = MemoryStudy()
+        let client = try Flow.client(study)
+        let reader = Task { () -> Int in
+            var count = 0
+            for await _ in client.events { count += 1 }
+            return count
+        }
+        try await client.start()
+        await client.close()
+        // The app's `for await` loop ends by itself; the registration event came before.
+        #expect(await reader.value >= 1)
+    }
+
+    @Test func runThrowsWhatStartThrowsAndLeavesTheClientClosed() async throws {
+        let study = MemoryStudy()
+        study.fail("/register_user", status: 403, code: "invalid_credentials")
+        let directory = Flow.directory()
+        let client = try Flow.client(study, directory: directory)
+        var caught: SurveyClientError?
+        do { try await client.run() } catch { caught = error }
+        #expect(caught?.kind == .invalidCredentials)
+        #expect(await client.isClosed)
+        #expect(study.openStreams.isEmpty)
+        // Its directory is free for a client with better credentials.
+        let next = try Flow.client(study, directory: directory)
+        try await next.start()
+        #expect(await next.isRegistered)
+        await next.close()
+    }
+}
