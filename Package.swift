@@ -289,7 +289,9 @@ let package = Package(
                 // Seeds a server's database with rows the API refuses, to test what a server does with them at start.
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
-            path: "IntegrationTests"
+            path: "IntegrationTests",
+            // Read through #filePath (LoadReportTests runs it with python3), not a resource.
+            exclude: ["Fixtures"]
         ),
     ]
 )
