@@ -25,6 +25,21 @@ import Testing
         #expect(parsed["empty"] == "")
         #expect(FormBody(parsing: "q=a+b%20c")["q"] == "a b c")
     }
+
+    @Test func everyByteIsEncodedAsRFC3986SaysAndDecodesBack() {
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+        for byte in UInt8(0)...UInt8(127) {
+            let text = String(decoding: [byte], as: UTF8.self)
+            let expected = unreserved.contains(byte) ? text : "%" + String(format: "%02X", byte)
+            #expect(FormBody.encode(text) == expected, "byte \(byte)")
+            #expect(FormBody.decode(FormBody.encode(text)) == text)
+        }
+        // Multi-byte UTF-8 is escaped byte by byte; text without anything to escape comes back as it was.
+        #expect(FormBody.encode("é 🙂") == "%C3%A9%20%F0%9F%99%82")
+        #expect(FormBody.encode("poZOszmw4fbgDXUpOohAq_BposD-gublOvasCZeTwdU") == "poZOszmw4fbgDXUpOohAq_BposD-gublOvasCZeTwdU")
+        #expect(FormBody.encode("") == "")
+        #expect(FormBody.decode(FormBody.encode("tok-ÄÖ é 🙂 &=+%")) == "tok-ÄÖ é 🙂 &=+%")
+    }
 }
 
 @Suite struct MultipartTests {
