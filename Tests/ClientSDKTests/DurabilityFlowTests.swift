@@ -130,7 +130,7 @@ import Testing
         study.fail("/v1/devices", status: 503, count: 2)
         study.forget("tok-1")
         // Reported once; minted on the third try (backoff in between), told to the server, streamed on.
-        #expect(await study.until(.seconds(10)) { study.openStreams == ["tok-2"] })
+        #expect(await study.until { study.openStreams == ["tok-2"] })
         #expect(study.seen("/v1/devices").count == 4)
         #expect(study.seen("/set_fcm_token").last?.form["fcm_token"] == "tok-2")
         #expect(tap.count { if case .error(let error) = $0 { error.code == "token_unregistered" } else { false } } == 1)

@@ -113,16 +113,11 @@ import Transport
         await #expect(throws: SurveyClientError.self) { try await client.submit(answers: ["q1": "4"], for: "s1") }
         #expect(await client.status().uploadsWaiting == 1)
         // First retry after 0.25–0.5 s (still 503), the second after 0.5–1 s.
-        #expect(await study.until(.seconds(10)) { tap.count(Self.isSubmitted) == 1 })
+        #expect(await study.until { tap.count(Self.isSubmitted) == 1 })
         #expect(study.seen("/upload").count == 3)
         #expect(try study.uploadedAnswers().last == ["q1": "4"])
         #expect(await client.status().uploadsWaiting == 0)
-        var idle = false
-        for _ in 0..<200 where !idle {
-            idle = await client.outboxRetry.state == .idle
-            if !idle { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(idle, "the retry loop still runs with the outbox empty")
+        #expect(await MemoryStudy.eventually { await client.outboxRetry.state == .idle }, "the retry loop still runs with the outbox empty")
         await client.close()
     }
 
@@ -136,7 +131,7 @@ import Transport
         study.push(to: "tok-1", id: "m1", surveys: ["s1": ["u1"]])
         #expect(await study.until { study.seen("/download_survey").count == 1 })
         #expect(study.unacked("tok-1") == ["m1"])
-        #expect(await study.until(.seconds(5)) { tap.count(Self.isAvailable) == 1 })
+        #expect(await study.until { tap.count(Self.isAvailable) == 1 })
         #expect(await study.until { study.unacked("tok-1").isEmpty })
         #expect(study.seen("/download_survey").count == 2)
         #expect(study.seen("/v1/devices/tok-1/stream").count == 1)
@@ -203,7 +198,7 @@ import Transport
         #expect(await study.until { study.openStreams == ["tok-1"] })
         study.fail("/set_fcm_token", status: 503, count: 2)
         study.forget("tok-1")
-        #expect(await study.until(.seconds(10)) { study.openStreams == ["tok-2"] })
+        #expect(await study.until { study.openStreams == ["tok-2"] })
         #expect(study.mintedTokens == ["tok-1", "tok-2"])
         #expect(study.seen("/set_fcm_token").map { $0.form["fcm_token"] } == ["tok-1", "tok-2", "tok-2", "tok-2"])
         await client.close()

@@ -24,7 +24,7 @@ import Testing
         #expect(await study.until { Self.withdrawn(tap) == ["gone"] })
         // Not acked while one survey waits for its retry.
         #expect(study.unacked("tok-1") == ["m1"])
-        #expect(await study.until(.seconds(8)) { tap.count(Flow.isAvailable) == 2 })
+        #expect(await study.until { tap.count(Flow.isAvailable) == 2 })
         #expect(await study.until { study.unacked("tok-1").isEmpty })
         // The retry asked for the failed survey only.
         let fetched = study.seen("/download_survey").compactMap { $0.form["survey_id"] }
@@ -45,7 +45,7 @@ import Testing
         study.fail("/download_survey", status: 503)
         let push = SurveyPush(surveyIDs: ["s1"], sentTime: "2026-05-04T14:00:00", nonce: "n1", surveyUUIDs: ["s1": ["u1"]])
         #expect(try await client.receive(push: push.dataFields()).isEmpty)
-        #expect(await study.until(.seconds(8)) { tap.count(Flow.isAvailable) == 1 })
+        #expect(await study.until { tap.count(Flow.isAvailable) == 1 })
         #expect(await client.pendingSurveys().map(\.surveyID) == ["s1"])
         // Handed over again afterwards (the app's service redelivered it): a duplicate.
         #expect(try await client.receive(push: push.dataFields()).isEmpty)

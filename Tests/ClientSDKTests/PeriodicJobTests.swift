@@ -19,7 +19,8 @@ import Testing
     }
 
     static func until(_ condition: () -> Bool) async -> Bool {
-        for _ in 0..<500 {
+        let end = ContinuousClock.now + MemoryStudy.patience
+        while ContinuousClock.now < end {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }

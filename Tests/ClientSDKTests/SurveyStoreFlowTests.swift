@@ -68,12 +68,7 @@ import Testing
         // on every one) until one is taken: here the next heartbeat.
         #expect(await study.until { study.seen("/confirm_notifications").count == 1 })
         #expect(await study.until { study.seen("/mobile-heartbeat").contains { $0.form["notification_uuids"] == #"["u1"]"# } })
-        var waiting = 1
-        for _ in 0..<200 where waiting > 0 {
-            waiting = await client.status().receiptsWaiting
-            if waiting > 0 { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(waiting == 0)
+        #expect(await MemoryStudy.eventually { await client.status().receiptsWaiting == 0 })
         await client.close()
     }
 

@@ -63,7 +63,8 @@ import Testing
         let study = MemoryStudy(ingestsTelemetry: true)
         let client = try Self.client(study) {
             $0.telemetry.pingsPerInterval = 3
-            $0.telemetry.rateInterval = .milliseconds(700)
+            // Long enough that a test process starved for a moment does not see the window end mid-loop.
+            $0.telemetry.rateInterval = .seconds(3)
         }
         try await client.start()  // the baseline ping takes the first slot
         for n in 0..<4 {
@@ -226,12 +227,7 @@ import Testing
         await client.track("E_Opened_New_Tab", info: "from menu", value: 2.5, messageID: "5111602214338560")
         // At least two beats while active (polled: the suite shares two cores).
         let before = await client.status().eventsWaiting
-        var grown = false
-        for _ in 0..<500 where !grown {
-            grown = await client.status().eventsWaiting >= before + 2
-            if !grown { try await Task.sleep(for: .milliseconds(10)) }
-        }
-        #expect(grown)
+        #expect(await MemoryStudy.eventually { await client.status().eventsWaiting >= before + 2 })
         await client.pause()
         try await Task.sleep(for: .milliseconds(300))
         await client.close()

@@ -193,14 +193,29 @@ final class MemoryStudy: HTTPTransport {
     /// Messages sent to `token` and not acked.
     func unacked(_ token: String) -> [String] { state.withLock { ($0.backlog[token] ?? []).map(\.id) } }
 
+    /// How long a wait for a condition may take. Generous: `swift test` runs these suites in the same process as the
+    /// integration suite, whose blocking waits for child processes can hold both of a two-core machine's cooperative
+    /// threads for seconds (a 5 s wait failed in a CI-like run). A condition that holds ends the wait at once.
+    static let patience: Duration = .seconds(30)
+
     /// Waits (up to `timeout`) until `condition` holds; false when it did not.
-    func until(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    func until(_ timeout: Duration = MemoryStudy.patience, _ condition: () -> Bool) async -> Bool {
         let end = ContinuousClock.now + timeout
         while ContinuousClock.now < end {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }
         return condition()
+    }
+
+    /// Waits (up to ``patience``) until the asynchronous `condition` holds (a client's state, read through its actor).
+    static func eventually(_ condition: () async -> Bool) async -> Bool {
+        let end = ContinuousClock.now + patience
+        while ContinuousClock.now < end {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return await condition()
     }
 
     // MARK: HTTPTransport
