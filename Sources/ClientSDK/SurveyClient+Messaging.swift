@@ -38,8 +38,9 @@ extension SurveyClient {
         }
         ensureMessagingDirectory()
         try files.write(features, to: featuresURL)
-        cachedFeatures = FeatureValues(features)
-        return FeatureValues(features)
+        let values = FeatureValues(features)
+        cachedFeatures = values
+        return values
     }
 
     /// The last feature values fetched (nil before the first success).

@@ -11,11 +11,7 @@ import Testing
 
     static func telemetryClient(_ study: MemoryStudy, directory: URL, _ adjust: (inout SurveyClientConfiguration) -> Void = { _ in })
         throws -> SurveyClient {
-        var configuration = SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: nil, storageDirectory: directory, patientID: "p1", temporaryPassword: "temp",
-            gzipTelemetry: false, heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, osVersion: "14")
-        adjust(&configuration)
-        return try SurveyClient(configuration: configuration, transport: study)
+        try SurveyClient(configuration: MemoryStudy.configuration(directory, relay: false, telemetry: true, adjust), transport: study)
     }
 
     @Test func answersInFlightWhenTheClientClosesAreSentByTheNextOne() async throws {

@@ -23,10 +23,7 @@ import Testing
         let study = MemoryStudy()
         let directory = InMemoryFlowTests.directory()
         func client() throws -> SurveyClient {
-            let configuration = SurveyClientConfiguration(
-                serverURL: MemoryStudy.serverURL, relayURL: nil, storageDirectory: directory, patientID: "p1",
-                temporaryPassword: "temp", heartbeatInterval: nil, featuresURL: MemoryStudy.serverURL, osVersion: "14")
-            return try SurveyClient(configuration: configuration, transport: study)
+            try SurveyClient(configuration: MemoryStudy.configuration(directory, relay: false, features: true), transport: study)
         }
         let first = try client()
         // Nothing fetched yet: the defaults alone.

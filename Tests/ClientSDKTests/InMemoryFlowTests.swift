@@ -34,11 +34,7 @@ import Transport
 
     static func client(_ study: MemoryStudy, directory: URL = directory(), heartbeat: Duration? = nil,
                        relay: Bool = true) throws -> SurveyClient {
-        let configuration = SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: relay ? MemoryStudy.relayURL : nil, storageDirectory: directory,
-            patientID: "p1", temporaryPassword: "temp", timeZone: "America/Chicago", relayKeepalive: .seconds(25),
-            heartbeatInterval: heartbeat, osVersion: "14")
-        return try SurveyClient(configuration: configuration, transport: study)
+        try SurveyClient(configuration: MemoryStudy.configuration(directory, relay: relay) { $0.heartbeatInterval = heartbeat }, transport: study)
     }
 
     /// A client of `study`, started, with its push stream open, and the tap on its events.

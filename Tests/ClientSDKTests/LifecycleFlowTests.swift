@@ -60,10 +60,7 @@ import Testing
 
     @Test func pauseAndResumeChangeTheSessionOnlyOnce() async throws {
         let study = MemoryStudy(ingestsTelemetry: true)
-        let configuration = SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: nil, storageDirectory: Flow.directory(), patientID: "p1",
-            temporaryPassword: "temp", gzipTelemetry: false, heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, osVersion: "14")
-        let client = try SurveyClient(configuration: configuration, transport: study)
+        let client = try SurveyClient(configuration: MemoryStudy.configuration(relay: false, telemetry: true), transport: study)
         try await client.start()
         await client.resume()  // already active: nothing
         await client.pause()

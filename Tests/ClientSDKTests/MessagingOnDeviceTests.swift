@@ -19,10 +19,7 @@ import Testing
     static let context = TargetingContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
 
     static func client(_ study: MemoryStudy, directory: URL) throws -> SurveyClient {
-        let configuration = SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: nil, storageDirectory: directory, patientID: "p1", temporaryPassword: "temp",
-            gzipTelemetry: false, heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, featuresURL: MemoryStudy.serverURL, osVersion: "14")
-        return try SurveyClient(configuration: configuration, transport: study)
+        try SurveyClient(configuration: MemoryStudy.configuration(directory, relay: false, telemetry: true, features: true), transport: study)
     }
 
     /// `category.name` of the messaging and microsurvey events the study took.

@@ -32,11 +32,7 @@ import Testing
         /// A client on the copy, as the fixture's was configured, with the clock a few hours after it was written (so
         /// no queued ping is past its age limit whenever this runs).
         func client(_ study: MemoryStudy) throws -> SurveyClient {
-            let configuration = SurveyClientConfiguration(
-                serverURL: MemoryStudy.serverURL, relayURL: MemoryStudy.relayURL, storageDirectory: directory,
-                patientID: "p1", temporaryPassword: "temp", timeZone: "America/Chicago", gzipTelemetry: false,
-                relayKeepalive: .seconds(25), heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, osVersion: "14")
-            return try SurveyClient(configuration: configuration, transport: study,
+            try SurveyClient(configuration: MemoryStudy.configuration(directory, telemetry: true), transport: study,
                                     now: { Date(timeIntervalSince1970: 1_795_800_000) })
         }
     }
@@ -116,17 +112,14 @@ import Testing
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let key = Data(MemoryStudy.sharedKey.publicKeyDER()).base64EncodedString()
         let state = """
-            {"deviceID":"d-1","relayToken":"tok-7","passwordHash":"\(BeiwePasswordHash.temp)","registered":true,
+            {"deviceID":"d-1","relayToken":"tok-7","passwordHash":"\(BeiwePassword.deviceHash("temp"))","registered":true,
              "studyID":"study-1","scheduling":"server","timeZone":"America/Chicago","publicKey":"\(key)","clientID":"c-1",
              "pingSeq":0,"seenNonces":[],"seenUUIDs":["u0"],"deviceSurveys":[],
              "pendingEvents":[{"timestampMillis":1795700000000,"category":"old","name":"kept_in_state"}]}
             """
         try Data(state.utf8).write(to: directory.appendingPathComponent("state.json"))
         let study = MemoryStudy(ingestsTelemetry: true)
-        let configuration = SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: MemoryStudy.relayURL, storageDirectory: directory, patientID: "p1",
-            temporaryPassword: "temp", gzipTelemetry: false, heartbeatInterval: nil, telemetryURL: MemoryStudy.serverURL, osVersion: "14")
-        let client = try SurveyClient(configuration: configuration, transport: study)
+        let client = try SurveyClient(configuration: MemoryStudy.configuration(directory, telemetry: true), transport: study)
         #expect(await client.status().eventsWaiting == 1)
         #expect(await client.clientID == "c-1")
         #expect(await client.pushToken == "tok-7")
@@ -139,9 +132,4 @@ import Testing
         #expect(events.contains("kept_in_state"))
         #expect(study.pings().allSatisfy { $0.body["client_info"]?["first_run_date"]?.stringValue != nil })
     }
-}
-
-/// The device hash of the fixtures' temporary password.
-enum BeiwePasswordHash {
-    static let temp = BeiwePassword.deviceHash("temp")
 }

@@ -18,14 +18,6 @@ import Testing
         var count: Int { ticks.withLock { $0 } }
     }
 
-    static func until(_ condition: () -> Bool) async -> Bool {
-        let end = ContinuousClock.now + MemoryStudy.patience
-        while ContinuousClock.now < end {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
-    }
 
     @Test func itTicksAtOnceThenAfterEachReturnedWaitAndEndsOnNil() async {
         let tasks = BackgroundTasks()
@@ -54,7 +46,7 @@ import Testing
         var ticker: Ticker? = Ticker([])
         weak let weakTicker = ticker
         let job = tasks.periodic(on: ticker!, firstWait: .zero) { $0.tick() }
-        #expect(await Self.until { (weakTicker?.count ?? 0) >= 2 })
+        #expect(await MemoryStudy.eventually { (weakTicker?.count ?? 0) >= 2 })
         ticker = nil
         // The loop held the client only during a tick: it is freed, and the loop ends at its next tick.
         await job.value
@@ -66,7 +58,7 @@ import Testing
         let tasks = BackgroundTasks()
         let ticker = Ticker([])
         let jobs = (0..<3).map { _ in tasks.periodic(on: ticker, firstWait: .zero) { $0.tick() } }
-        #expect(await Self.until { ticker.count >= 6 })
+        #expect(await MemoryStudy.eventually { ticker.count >= 6 })
         tasks.shutdown()
         for job in jobs { await job.value }
         let after = ticker.count

@@ -15,10 +15,11 @@ import Testing
 
     static func configuration(_ directory: URL = Flow.directory(), relay: Bool = true, keepalive: Duration = .seconds(25),
                               heartbeat: Duration? = nil, pushSource: PushSource? = nil) -> SurveyClientConfiguration {
-        SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: relay ? MemoryStudy.relayURL : nil, storageDirectory: directory,
-            patientID: "p1", temporaryPassword: "temp", timeZone: "America/Chicago", relayKeepalive: keepalive,
-            heartbeatInterval: heartbeat, osVersion: "14", pushSource: pushSource)
+        MemoryStudy.configuration(directory, relay: relay) {
+            $0.relayKeepalive = keepalive
+            $0.heartbeatInterval = heartbeat
+            if let pushSource { $0.pushSource = pushSource }
+        }
     }
 
     static func isWithdrawn(_ event: SurveyClientEvent) -> Bool {

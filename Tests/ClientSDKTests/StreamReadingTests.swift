@@ -7,15 +7,6 @@ import Transport
 /// ``SurveyClient/consume(_:deadAfter:handle:tick:)``: reading a push stream until it closes or goes silent, with the
 /// retry tick beside it, and ``StreamWatch``.
 @Suite struct StreamReadingTests {
-    /// Polls `condition` for up to ``MemoryStudy/patience`` (the whole suite shares two cores: a task may start late).
-    static func until(_ condition: () -> Bool) async -> Bool {
-        let end = ContinuousClock.now + MemoryStudy.patience
-        while ContinuousClock.now < end {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return condition()
-    }
 
     static func stream() -> (EventItems, AsyncThrowingStream<[UInt8], any Error>.Continuation) {
         let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
@@ -65,7 +56,7 @@ import Transport
             try await SurveyClient.consume(items, deadAfter: .seconds(5), handle: { _ in },
                                            tick: { ticks.withLock { $0 += 1 }; return .milliseconds(10) })
         }
-        #expect(await Self.until { ticks.withLock { $0 } >= 3 })
+        #expect(await MemoryStudy.eventually { ticks.withLock { $0 } >= 3 })
         continuation.finish()
         _ = try await reading.value
         let after = ticks.withLock { $0 }

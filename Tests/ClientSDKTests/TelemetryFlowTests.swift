@@ -18,12 +18,8 @@ import Testing
 
     static func client(_ study: MemoryStudy, directory: URL = InMemoryFlowTests.directory(), clock: Clock = Clock(),
                        _ adjust: (inout SurveyClientConfiguration) -> Void = { _ in }) throws -> SurveyClient {
-        var configuration = SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: nil, storageDirectory: directory, patientID: "p1",
-            temporaryPassword: "temp", timeZone: "America/Chicago", gzipTelemetry: false, heartbeatInterval: nil,
-            telemetryURL: MemoryStudy.serverURL, osVersion: "14")
-        adjust(&configuration)
-        return try SurveyClient(configuration: configuration, transport: study, now: clock.now)
+        try SurveyClient(configuration: MemoryStudy.configuration(directory, relay: false, telemetry: true, adjust), transport: study,
+                         now: clock.now)
     }
 
     static func reasons(_ pings: [MemoryStudy.Ping]) -> [String] { pings.compactMap { $0.body["ping_info"]?["reason"]?.stringValue } }

@@ -10,10 +10,11 @@ import Testing
     typealias Flow = InMemoryFlowTests
 
     static func configuration(platform: SurveyClientConfiguration.Platform = .android, newPassword: String? = nil) -> SurveyClientConfiguration {
-        SurveyClientConfiguration(
-            serverURL: MemoryStudy.serverURL, relayURL: MemoryStudy.relayURL, storageDirectory: Flow.directory(), patientID: "p1",
-            temporaryPassword: "temp", newPassword: newPassword, platform: platform, timeZone: "America/Chicago",
-            heartbeatInterval: .milliseconds(100), osVersion: "14")
+        MemoryStudy.configuration {
+            $0.newPassword = newPassword
+            $0.platform = platform
+            $0.heartbeatInterval = .milliseconds(100)
+        }
     }
 
     /// The study server's mobile requests (not the relay's, not telemetry).

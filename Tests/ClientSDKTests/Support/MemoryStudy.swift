@@ -85,6 +85,24 @@ final class MemoryStudy: HTTPTransport {
         }
     }
 
+    /// A device's configuration for this study: its server (and its relay, when `relay`), patient `p1` with password
+    /// `temp`, Chicago time, no heartbeat, OS version 14; with `telemetry`, pings go to this study uncompressed (the test
+    /// reads them), with `features`, feature values come from it. `adjust` sets the rest.
+    static func configuration(_ directory: URL = InMemoryFlowTests.directory(), relay: Bool = true, telemetry: Bool = false,
+                              features: Bool = false,
+                              _ adjust: (inout SurveyClientConfiguration) -> Void = { _ in }) -> SurveyClientConfiguration {
+        var configuration = SurveyClientConfiguration(
+            serverURL: serverURL, relayURL: relay ? relayURL : nil, storageDirectory: directory, patientID: "p1",
+            temporaryPassword: "temp", timeZone: "America/Chicago", heartbeatInterval: nil, osVersion: "14")
+        if telemetry {
+            configuration.telemetryURL = serverURL
+            configuration.gzipTelemetry = false
+        }
+        if features { configuration.featuresURL = serverURL }
+        adjust(&configuration)
+        return configuration
+    }
+
     // MARK: What a test sets
 
     /// Answers every ping with `status` (nil: takes them again).
@@ -144,12 +162,16 @@ final class MemoryStudy: HTTPTransport {
 
     /// Sends `data` as a `push` event to `token`'s open stream as it is (an unreadable relay message, say).
     func pushRaw(to token: String, id: String, data: String) {
-        let bytes = Array("event: push\nid: \(id)\ndata: \(data)\n\n".utf8)
+        deliver(to: token, Message(id: id, data: Array("event: push\nid: \(id)\ndata: \(data)\n\n".utf8)))
+    }
+
+    /// Keeps `message` in `token`'s backlog until acked, and writes it to the open stream unless that went silent.
+    private func deliver(to token: String, _ message: Message) {
         let stream = state.withLock { state in
-            state.backlog[token, default: []].append(Message(id: id, data: bytes))
-            return state.streams[token]
+            state.backlog[token, default: []].append(message)
+            return state.silent.contains(token) ? nil : state.streams[token]
         }
-        stream?.yield(bytes)
+        stream?.yield(message.data)
     }
 
     /// The relay closes `token`'s open stream (a restart, a load balancer): the device reconnects.
@@ -168,12 +190,7 @@ final class MemoryStudy: HTTPTransport {
         let payload = JSONValue.object(push.dataFields().mapValues { .string($0) })
         let message = RelayWire.Message(id: id, payload: payload, priority: 10, collapseID: nil, pushType: nil, sentAt: 0)
         let json = try! WireJSON.encodeString(message)
-        let bytes = Array("event: push\nid: \(id)\ndata: \(json)\n\n".utf8)
-        let stream = state.withLock { state in
-            state.backlog[token, default: []].append(Message(id: id, data: bytes))
-            return state.silent.contains(token) ? nil : state.streams[token]
-        }
-        stream?.yield(bytes)
+        deliver(to: token, Message(id: id, data: Array("event: push\nid: \(id)\ndata: \(json)\n\n".utf8)))
     }
 
     // MARK: What a test reads
