@@ -272,6 +272,7 @@ let package = Package(
                     // Directories written by an earlier SDK, opened by `OnDiskFormatTests` (read through #filePath).
                     exclude: ["Fixtures"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),
+        .testTarget(name: "TrioLoadTests", dependencies: ["TrioLoad", "SurveyWire", "Transport"], path: "Tests/TrioLoadTests"),
         .testTarget(
             name: "TransportTests",
             dependencies: [

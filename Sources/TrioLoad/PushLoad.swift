@@ -1,5 +1,4 @@
 import Foundation
-import Histogram
 import Synchronization
 import SurveyWire
 import Transport
@@ -61,96 +60,10 @@ public struct PushLoadOptions: Sendable {
     }
 }
 
-/// What the push run has sent and received, keyed by the load id each push carries in its payload.
-final class PushLedger: Sendable {
-    struct Outstanding {
-        var intended: ContinuousClock.Instant
-        var measured: Bool
-    }
-
-    struct State {
-        var outstanding: [String: Outstanding] = [:]
-        var received: Set<String> = []
-        var overall = HistogramCodec.make()
-        var seconds: [Int: LoadReport.SecondBucket] = [:]
-        var errors: [String: Int] = [:]
-        var startedPerSecond: [Int: Int] = [:]
-        /// Deliveries that arrived before the sending window closed (what throughput counts).
-        var deliveredInWindow = 0
-        var started = 0, delivered = 0, failed = 0, dropped = 0, late = 0, duplicates = 0, inFlight = 0, foreign = 0
-    }
-
-    let state = Mutex(State())
-    let measuredFrom: ContinuousClock.Instant
-    let windowEnd: ContinuousClock.Instant
-
-    init(measuredFrom: ContinuousClock.Instant, windowEnd: ContinuousClock.Instant? = nil) {
-        self.measuredFrom = measuredFrom
-        self.windowEnd = windowEnd ?? measuredFrom + .seconds(365 * 86400)
-    }
-
-    func second(_ instant: ContinuousClock.Instant) -> Int { Int((instant - measuredFrom).seconds) }
-
-    /// A send is about to go out; it counts as outstanding until received.
-    func sending(_ id: String, intended: ContinuousClock.Instant, late: Bool) {
-        let measured = intended >= measuredFrom
-        state.withLock { s in
-            s.outstanding[id] = Outstanding(intended: intended, measured: measured)
-            s.inFlight += 1
-            if measured {
-                s.started += 1
-                s.startedPerSecond[second(intended), default: 0] += 1
-                if late { s.late += 1 }
-            }
-        }
-    }
-
-    /// The provider refused the send: it will never arrive, so it is a failure, not a loss.
-    func refused(_ id: String, error: String) {
-        state.withLock { s in
-            s.inFlight -= 1
-            guard let entry = s.outstanding.removeValue(forKey: id) else { return }
-            guard entry.measured else { return }
-            s.failed += 1
-            s.errors[error, default: 0] += 1
-            // Rows are by completion time, as for registrations.
-            s.seconds[max(0, second(ContinuousClock.now)), default: (HistogramCodec.make(), 0, 0)].failed += 1
-        }
-    }
-
-    func accepted() { state.withLock { $0.inFlight -= 1 } }
-
-    func drop(measured: Bool) { state.withLock { if measured { $0.dropped += 1 } } }
-
-    func inFlight() -> Int { state.withLock { $0.inFlight } }
-
-    /// A device received the push with this load id.
-    func received(_ id: String, at now: ContinuousClock.Instant) {
-        state.withLock { s in
-            guard let entry = s.outstanding.removeValue(forKey: id) else {
-                if s.received.contains(id) { s.duplicates += 1 } else { s.foreign += 1 }
-                return
-            }
-            s.received.insert(id)
-            guard entry.measured else { return }
-            let micros = UInt64(max(1, (now - entry.intended).seconds * 1_000_000))
-            s.delivered += 1
-            if now <= windowEnd { s.deliveredInWindow += 1 }
-            _ = s.overall.record(micros)
-            let key = max(0, second(now))
-            // In place: copying the bucket out and back would copy its histogram's counts on every delivery.
-            _ = s.seconds[key, default: (HistogramCodec.make(), 0, 0)].histogram.record(micros)
-            s.seconds[key]!.ok += 1
-        }
-    }
-}
-
 /// `survey-cli load push`: simulated devices hold event streams to the relay (one process, one libcurl multi handle)
 /// while pushes go to the provider API on a schedule; reports delivery latency from each push's intended send time
 /// to its receipt on the device, provider errors, duplicates, and losses (sent, accepted, never received).
 public enum PushLoad {
-    static func ms(_ micros: UInt64) -> Double { LoadReport.ms(micros) }
-
     /// One connected simulated device.
     struct Device: Sendable {
         var token: String
@@ -194,80 +107,18 @@ public enum PushLoad {
         let connected = try await waitForConnections(tokens.count, links: links, progress: progress)
         progress("\(connected) of \(tokens.count) devices connected")
 
-        let start = ContinuousClock.now
-        let measuredFrom = start + options.warmup
-        let ledger = PushLedger(measuredFrom: measuredFrom, windowEnd: measuredFrom + options.duration)
-        links.ledger.withLock { $0 = ledger }
-        let sendEnd = start + options.warmup + options.duration
-
-        let reporter = Task {
-            var last = (ok: 0, failed: 0)
-            var elapsed = 0
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                if Task.isCancelled { break }
-                elapsed += 1
-                let s = ledger.state.withLock { ($0.delivered, $0.failed, $0.outstanding.count, $0.overall) }
-                progress(String(format: "t=%3ds  delivered %d (+%d/s)  failed %d (+%d)  outstanding %d  p50 %.2f ms  p99 %.2f ms",
-                                elapsed, s.0, s.0 - last.ok, s.1, s.1 - last.failed, s.2,
-                                ms(s.3.valueAtPercentile(50)), ms(s.3.valueAtPercentile(99))))
-                last = (s.0, s.1)
-            }
-        }
-        defer { reporter.cancel() }
-
-        await withDiscardingTaskGroup { group in
-            var t = 0.0
-            var index = 0
-            let total = (options.warmup + options.duration).seconds
-            while t < total {
-                let intended = start + .microseconds(Int64(t * 1_000_000))
-                try? await Task.sleep(until: intended, clock: .continuous)
-                // Cancelled: the run ends here with what it has, rather than firing the rest of the schedule at once.
-                if Task.isCancelled { break }
-                let rate = options.rate.rate(at: t)
-                if rate <= 0 { t += 0.01; continue }
-                if ledger.inFlight() >= options.maxInFlight {
-                    ledger.drop(measured: intended >= measuredFrom)
-                } else {
-                    let token = tokens[index % tokens.count]
-                    let id = "load-\(index)"
-                    ledger.sending(id, intended: intended, late: ContinuousClock.now - intended > .milliseconds(10))
-                    group.addTask { await send(id: id, token: token, options: options, http: http, ledger: ledger) }
-                }
-                index += 1
-                t += 1 / rate
-            }
-        }
-        // Let the last deliveries land.
-        let graceEnd = ContinuousClock.now + options.grace
-        while ContinuousClock.now < graceEnd, !Task.isCancelled, ledger.state.withLock({ !$0.outstanding.isEmpty }) {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        let elapsed = max(0.001, (sendEnd - measuredFrom).seconds)
-        var s = ledger.state.withLock { $0 }
-        let lost = s.outstanding.values.filter(\.measured).count
-        if lost > 0 { s.errors["lost", default: 0] += lost }
-        if s.duplicates > 0 { s.errors["duplicate", default: 0] += s.duplicates }
-        let h = s.overall
-        let finished = s.delivered + s.failed + lost
-        var report = LoadReport(
-            scenario: "push(\(options.platform), \(tokens.count) devices)", model: "open", target: options.relays.joined(separator: ","),
-            totals: .init(started: s.started, succeeded: s.delivered, failed: s.failed + lost, dropped: s.dropped, late: s.late,
-                          seconds: elapsed, throughput: Double(s.deliveredInWindow) / elapsed,
-                          errorRate: finished == 0 ? 0 : Double(s.failed + lost) / Double(finished),
-                          offeredRate: Double(s.started) / elapsed, completedInWindow: s.deliveredInWindow,
-                          drainSeconds: max(0, (ContinuousClock.now - sendEnd).seconds)),
-            latencyMs: LoadReport.latency(h),
-            errors: s.errors,
-            perSecond: LoadReport.rows(s.seconds, started: s.startedPerSecond),
-            correct: lost == 0 && s.duplicates == 0,
-            correctness: "\(s.delivered) delivered, \(lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
-                + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected",
-            thresholds: [:])
-        report.histogram = HistogramCodec.encode(h)
+        let plugin = PushPlugin(options: options, tokens: tokens, http: http, links: links)
+        let engine = LoadEngine(model: .open(options.rate, maxInFlight: options.maxInFlight), warmup: options.warmup,
+                                duration: options.duration, grace: options.grace)
+        let outcome = await engine.run(plugin, progress: progress)
+        let s = outcome.state
+        var report = outcome.report(
+            scenario: "push(\(options.platform), \(tokens.count) devices)", target: options.relays.joined(separator: ","),
+            correct: outcome.lost == 0 && s.duplicates == 0,
+            correctness: "\(s.succeeded) delivered, \(outcome.lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
+                + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected")
         report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
-                           participants: nil, timeout: nil, cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.started)
+                           participants: nil, timeout: nil, cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.begun)
         return report
     }
 
@@ -338,7 +189,7 @@ public enum PushLoad {
                     guard case .event(let event) = item, event.event == "push", let (messageID, loadID) = pushIDs(event) else { continue }
                     let now = ContinuousClock.now
                     if let loadID {
-                        links.ledger.withLock { $0 }?.received(loadID, at: now)
+                        links.recorder.withLock { $0 }?.receipt(PushPlugin.index(ofLoadID: loadID), at: now)
                     }
                     _ = try? await http.send(ackRequest(options.relay(for: token) + "/v1/devices/\(token)/ack", id: messageID))
                 }
@@ -396,28 +247,48 @@ public enum PushLoad {
         return request
     }
 
-    /// Sends one push through the provider API and records the outcome.
-    static func send(id: String, token: String, options: PushLoadOptions, http: TransportClient, ledger: PushLedger) async {
+    /// Sends one push through the provider API: awaiting its device's receipt when the provider accepted it, else failed.
+    static func send(id: String, token: String, options: PushLoadOptions, http: TransportClient) async -> IterationOutcome {
         do {
-            let request = sendRequest(id: id, token: token, options: options)
-            let response = try await http.send(request)
-            if response.status == 200 {
-                ledger.accepted()
-            } else {
-                let reason = (try? response.decode(RelayWire.APNsError.self))?.reason
-                    ?? (try? response.decode(RelayWire.FCMError.self))?.error.status ?? "unknown"
-                ledger.refused(id, error: "send:\(response.status):\(reason)")
-            }
+            let response = try await http.send(sendRequest(id: id, token: token, options: options))
+            guard response.status != 200 else { return .awaitingCompletion }
+            let reason = (try? response.decode(RelayWire.APNsError.self))?.reason
+                ?? (try? response.decode(RelayWire.FCMError.self))?.error.status ?? "unknown"
+            return .failed("send:\(response.status):\(reason)")
         } catch {
-            ledger.refused(id, error: "transport:\(error.code)")
+            return .failed("transport:\(error.code)")
         }
     }
 }
 
-/// What the stream listeners of one run share: how many streams are open, and the ledger once sending starts.
+/// The push plug-in: iteration `i` sends push `load-i` to device `i mod n` through the provider API; it completes when
+/// that device's stream delivers it (the listeners report receipts to the run's recorder).
+struct PushPlugin: LoadPlugin {
+    let options: PushLoadOptions
+    let tokens: [String]
+    let http: TransportClient
+    let links: PushLinks
+
+    /// The load id push `index` carries.
+    static func loadID(_ index: Int) -> String { "load-\(index)" }
+
+    /// The iteration a received load id names; nil for one this tool did not write.
+    static func index(ofLoadID id: String) -> Int? {
+        guard id.hasPrefix("load-") else { return nil }
+        return Int(id.dropFirst(5))
+    }
+
+    func willStart(_ recorder: LoadRecorder) { links.recorder.withLock { $0 = recorder } }
+
+    func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
+        await PushLoad.send(id: Self.loadID(index), token: tokens[index % tokens.count], options: options, http: http)
+    }
+}
+
+/// What the stream listeners of one run share: how many streams are open, and the recorder once sending starts.
 final class PushLinks: Sendable {
     let connected = Mutex(0)
-    let ledger = Mutex<PushLedger?>(nil)
+    let recorder = Mutex<LoadRecorder?>(nil)
 }
 
 /// Setting up a run failed (the target refused a setup request).

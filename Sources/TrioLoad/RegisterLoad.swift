@@ -1,6 +1,5 @@
 import Foundation
 import TrioTesting
-import Histogram
 import Synchronization
 import SurveyCrypto
 import SurveyWire
@@ -74,120 +73,33 @@ public struct RegisterLoadOptions: Sendable {
     }
 }
 
-/// Collects results from many concurrent iterations. Latency is measured from each iteration's intended start and
-/// binned by the second it completed in; an iteration counts as measured when it was meant to start inside the window.
-final class LoadRecorder: Sendable {
-    struct State {
-        var overall = HistogramCodec.make()
-        /// Since the last progress line.
-        var interval = HistogramCodec.make()
-        var seconds: [Int: LoadReport.SecondBucket] = [:]
-        var startedPerSecond: [Int: Int] = [:]
-        var steps: [String: Histogram<UInt64>] = [:]
-        var errors: [String: Int] = [:]
-        var started = 0, succeeded = 0, failed = 0, dropped = 0, late = 0, inFlight = 0
-        /// Successes that completed inside the measured window.
-        var completedInWindow = 0
-        /// Every participant that registered successfully during the run (warm-up included): what the server must show.
-        var registered: Set<String> = []
-        var iterations = 0
-    }
-    let state = Mutex(State())
-
-    func begin(measured: Bool, late: Bool, second: Int) {
-        state.withLock { s in
-            s.inFlight += 1
-            if measured {
-                s.started += 1
-                s.startedPerSecond[second, default: 0] += 1
-                if late { s.late += 1 }
-            }
-        }
-    }
-
-    func drop(measured: Bool) { state.withLock { if measured { $0.dropped += 1 } } }
-
-    func inFlight() -> Int { state.withLock { $0.inFlight } }
-
-    func step(_ name: String, micros: UInt64) {
-        state.withLock { s in
-            _ = s.steps[name, default: HistogramCodec.make()].record(max(1, micros))
-        }
-    }
-
-    func end(measured: Bool, completedSecond: Int, inWindow: Bool, micros: UInt64, patientID: String, error: String?) {
-        state.withLock { s in
-            s.inFlight -= 1
-            s.iterations += 1
-            if error == nil { s.registered.insert(patientID) }
-            guard measured else { return }
-            let value = max(1, micros)
-            _ = s.overall.record(value)
-            _ = s.interval.record(value)
-            // Mutated in place: a copy of the bucket out of the dictionary and back would copy its histogram's
-            // counts (tens of kilobytes) on every completion.
-            _ = s.seconds[completedSecond, default: (HistogramCodec.make(), 0, 0)].histogram.record(value)
-            if let error {
-                s.failed += 1
-                s.seconds[completedSecond]!.failed += 1
-                s.errors[error, default: 0] += 1
-            } else {
-                s.succeeded += 1
-                s.seconds[completedSecond]!.ok += 1
-                if inWindow { s.completedInWindow += 1 }
-            }
-        }
-    }
-
-    /// The progress numbers, and a fresh interval histogram.
-    func progress() -> (ok: Int, failed: Int, inFlight: Int, interval: Histogram<UInt64>) {
-        state.withLock { s in
-            defer { s.interval = HistogramCodec.make() }
-            return (s.succeeded, s.failed, s.inFlight, s.interval)
-        }
-    }
-}
-
-/// One run's shared pieces, handed to every iteration task.
-final class LoadRun: Sendable {
+/// The registration plug-in: iteration `i` registers participant `i mod n` on server `i mod m`, and remembers who
+/// registered (what the correctness pass asks the server about).
+final class RegisterPlugin: LoadPlugin {
     let options: RegisterLoadOptions
     let http: TransportClient
-    let recorder: LoadRecorder
-    let measuredFrom: ContinuousClock.Instant
-    let windowEnd: ContinuousClock.Instant
-    private let counter = Mutex(0)
+    let registered = Mutex<Set<String>>([])
 
-    init(options: RegisterLoadOptions, http: TransportClient, recorder: LoadRecorder, measuredFrom: ContinuousClock.Instant,
-         windowEnd: ContinuousClock.Instant) {
+    init(options: RegisterLoadOptions, http: TransportClient) {
         self.options = options
         self.http = http
-        self.recorder = recorder
-        self.measuredFrom = measuredFrom
-        self.windowEnd = windowEnd
     }
 
-    /// Runs one iteration whose start was intended at `intended` and records it.
-    func perform(intended: ContinuousClock.Instant) async {
-        let index = counter.withLock { value -> Int in
-            defer { value += 1 }
-            return value
-        }
+    func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
         let who = options.participants[index % options.participants.count]
         let server = options.servers[index % options.servers.count]
         let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: options.timeZone,
-                                                      step: { name, micros in self.recorder.step(name, micros: micros) })
-        let now = ContinuousClock.now
-        let micros = UInt64(max(0, (now - intended).seconds * 1_000_000))
-        let completed = Int((now - measuredFrom).seconds.rounded(.down))
-        recorder.end(measured: intended >= measuredFrom, completedSecond: max(0, completed), inWindow: now <= windowEnd, micros: micros,
-                     patientID: who.patientID, error: error)
+                                                      step: { name, micros in recorder.step(name, micros: micros) })
+        guard let error else {
+            registered.withLock { _ = $0.insert(who.patientID) }
+            return .succeeded
+        }
+        return .failed(error)
     }
 }
 
 /// `survey-cli load register`: virtual devices registering with a PROTOCOL.md §1 server, measured like wrk2/k6.
 public enum RegisterLoad {
-    static func ms(_ micros: UInt64) -> Double { LoadReport.ms(micros) }
-
     /// What one device does to join a study, as a real app would: a relay token when `options.relay` is set,
     /// `/register_user` (new password = the temporary one, so the same credentials can register again), and
     /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key
@@ -261,99 +173,24 @@ public enum RegisterLoad {
     public static func run(_ options: RegisterLoadOptions, http: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
         guard !options.participants.isEmpty else { throw LoadUsageError(flag: "--participants-file", message: "no participants to register") }
         guard !options.servers.isEmpty else { throw LoadUsageError(flag: "--server", message: "give at least one server") }
-        let recorder = LoadRecorder()
         let cpuBefore = ProcessCPU.seconds()
         let wallStart = Date()
-        let start = ContinuousClock.now
-        let end = start + options.warmup + options.duration
-        let measuredFrom = start + options.warmup
-        let run = LoadRun(options: options, http: http, recorder: recorder, measuredFrom: measuredFrom, windowEnd: end)
-
-        // One line a second, through the drain too: totals, this second's completions and their p50/p99, in flight.
-        let reporter = Task {
-            var last = (ok: 0, failed: 0)
-            var elapsed = 0
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                if Task.isCancelled { break }
-                elapsed += 1
-                let p = recorder.progress()
-                let phase = ContinuousClock.now > end ? " (drain)" : ""
-                progress(String(format: "t=%3ds%@  ok %d (+%d/s)  failed %d (+%d)  in-flight %d  this second p50 %.2f ms  p99 %.2f ms",
-                                elapsed, phase, p.ok, p.ok - last.ok, p.failed, p.failed - last.failed, p.inFlight,
-                                ms(p.interval.valueAtPercentile(50)), ms(p.interval.valueAtPercentile(99))))
-                last = (p.ok, p.failed)
-            }
-        }
-
-        let modelName: String
+        let model: LoadEngine.Model
         switch options.model {
-        case .open(let schedule, let maxInFlight):
-            modelName = "open"
-            await withDiscardingTaskGroup { group in
-                var t = 0.0
-                let total = (options.warmup + options.duration).seconds
-                while t < total {
-                    let intended = start + .milliseconds(Int64(t * 1000))
-                    try? await Task.sleep(until: intended, clock: .continuous)
-                    // Cancelled: the run ends here with what it has (the cancelled sleep returned at once, and the
-                    // rest of the schedule used to be fired in a burst).
-                    if Task.isCancelled { break }
-                    let measured = intended >= measuredFrom
-                    let rate = schedule.rate(at: t)
-                    if rate <= 0 { t += 0.01; continue }
-                    if recorder.inFlight() >= maxInFlight {
-                        recorder.drop(measured: measured)
-                    } else {
-                        recorder.begin(measured: measured, late: ContinuousClock.now - intended > .milliseconds(10),
-                                       second: Int((intended - measuredFrom).seconds.rounded(.down)))
-                        group.addTask { await run.perform(intended: intended) }
-                    }
-                    t += 1 / rate
-                }
-            }
-        case .closed(let concurrency):
-            modelName = "closed"
-            await withDiscardingTaskGroup { group in
-                for _ in 0..<concurrency {
-                    group.addTask {
-                        while ContinuousClock.now < end, !Task.isCancelled {
-                            let intended = ContinuousClock.now
-                            recorder.begin(measured: intended >= measuredFrom, late: false,
-                                           second: Int((intended - measuredFrom).seconds.rounded(.down)))
-                            await run.perform(intended: intended)
-                        }
-                    }
-                }
-            }
+        case .open(let schedule, let maxInFlight): model = .open(schedule, maxInFlight: maxInFlight)
+        case .closed(let concurrency): model = .closed(concurrency: concurrency)
         }
-        reporter.cancel()
-        let finished = ContinuousClock.now
-        // A cancelled run's window is the part of it that ran (its report is partial, not diluted by time never run).
-        let window = Task.isCancelled ? max(0.001, min(options.duration.seconds, (finished - measuredFrom).seconds))
-            : max(0.001, options.duration.seconds)
-        let s = recorder.state.withLock { $0 }
+        let plugin = RegisterPlugin(options: options, http: http)
+        let outcome = await LoadEngine(model: model, warmup: options.warmup, duration: options.duration).run(plugin, progress: progress)
+        let registered = plugin.registered.withLock { $0 }
         let (correct, correctness) = options.healthOnly ? (nil, "not checked (health baseline)")
-            : await verify(options, http: http, registered: s.registered, since: wallStart)
-        let measuredTotal = s.succeeded + s.failed
-        var report = LoadReport(
-            scenario: options.healthOnly ? "health"
-                : "register" + (options.relay == nil ? "" : "+relay_token") + (options.download ? "+download_surveys" : ""),
-            model: modelName, target: options.servers.joined(separator: ","),
-            totals: .init(started: s.started, succeeded: s.succeeded, failed: s.failed, dropped: s.dropped, late: s.late, seconds: window,
-                          throughput: Double(s.completedInWindow) / window,
-                          errorRate: measuredTotal == 0 ? 0 : Double(s.failed) / Double(measuredTotal),
-                          offeredRate: Double(s.started) / window, completedInWindow: s.completedInWindow,
-                          drainSeconds: max(0, (finished - end).seconds)),
-            latencyMs: LoadReport.latency(s.overall),
-            errors: s.errors,
-            perSecond: LoadReport.rows(s.seconds, started: s.startedPerSecond),
-            correct: correct, correctness: correctness, thresholds: [:])
-        report.histogram = HistogramCodec.encode(s.overall)
-        report.steps = s.steps.isEmpty ? nil : s.steps.mapValues(LoadReport.step)
+            : await verify(options, http: http, registered: registered, since: wallStart)
+        var report = outcome.report(scenario: options.healthOnly ? "health"
+                                        : "register" + (options.relay == nil ? "" : "+relay_token") + (options.download ? "+download_surveys" : ""),
+                                    target: options.servers.joined(separator: ","), correct: correct, correctness: correctness)
         report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
                            participants: options.participants.count, timeout: options.timeout,
-                           cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.iterations)
+                           cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: outcome.state.begun)
         return report
     }
 

@@ -1,0 +1,58 @@
+/// The open model's pacing (wrk2, k6's arrival-rate executors): when each start is due, from a rate schedule, whatever
+/// the target does. A value type the engine asks for the next start; it never sleeps or reads a clock.
+struct Arrivals: Sendable, Equatable {
+    /// One start: its number (every arrival counts, admitted or dropped) and when it is due, in seconds since the run began.
+    struct Arrival: Sendable, Equatable {
+        var index: Int
+        var offset: Double
+    }
+
+    /// Time is walked in steps of this many seconds where the rate is below one start per step (a ramp's foot, a
+    /// stretch of zero rate).
+    static let step = 0.01
+    /// A start issued more than this after it was due counts as late.
+    static let lateAfter: Duration = .milliseconds(10)
+
+    let schedule: RateSchedule
+    /// Seconds of warm-up and window together: no start is due at or after it (or within a nanosecond of it, so that
+    /// the sums of steps like 0.01 do not add or lose a start by rounding).
+    let total: Double
+    private(set) var offset = 0.0
+    private(set) var index = 0
+    /// Starts still owed before the next is due: 1 after a start, 0 before the first (which goes out at the first
+    /// moment the rate is positive).
+    private var owed = 0.0
+
+    init(schedule: RateSchedule, total: Double) {
+        self.schedule = schedule
+        self.total = total
+    }
+
+    /// The next start, or nil when the run's time is over. The next start is due where the rate, integrated since the
+    /// last one, reaches one start: at a steady rate R that is 1/R later, and a ramp from zero starts slowly instead of
+    /// waiting 1/R at its first tiny rate (which left a `0:0/s,60s:1000/s` ramp idle for its first seconds).
+    mutating func next() -> Arrival? {
+        while offset < total - 1e-9 {
+            let rate = schedule.rate(at: offset)
+            guard rate > 0 else {
+                offset += Self.step
+                continue
+            }
+            guard owed <= rate * Self.step else {
+                owed -= rate * Self.step
+                offset += Self.step
+                continue
+            }
+            offset += owed / rate
+            guard offset < total - 1e-9 else { return nil }
+            owed = 1
+            defer { index += 1 }
+            return Arrival(index: index, offset: offset)
+        }
+        return nil
+    }
+
+    /// Whether a start due now goes out: not when `maxInFlight` iterations are already running (it is dropped and
+    /// counted, not queued, so the offered load stays the schedule's).
+    static func admits(running: Int, maxInFlight: Int) -> Bool { running < maxInFlight }
+}
