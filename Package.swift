@@ -163,8 +163,11 @@ let package = Package(
         .target(
             name: "TrioLoad",
             dependencies: [
-                "TrioTesting", "SurveyWire", "Transport", "SurveyCrypto",
+                "TrioTesting", "SurveyWire", "Transport", "SurveyCrypto", "ServerSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             swiftSettings: swiftSettings
@@ -272,7 +275,11 @@ let package = Package(
                     // Directories written by an earlier SDK, opened by `OnDiskFormatTests` (read through #filePath).
                     exclude: ["Fixtures"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], path: "Tests/FuzzTargetsTests"),
-        .testTarget(name: "TrioLoadTests", dependencies: ["TrioLoad", "SurveyWire", "Transport"], path: "Tests/TrioLoadTests"),
+        .testTarget(name: "TrioLoadTests", dependencies: ["TrioLoad", "SurveyWire", "Transport",
+                                                        .product(name: "NIOCore", package: "swift-nio"),
+                                                        .product(name: "NIOPosix", package: "swift-nio"),
+                                                        .product(name: "NIOHTTP1", package: "swift-nio")],
+                    path: "Tests/TrioLoadTests"),
         .testTarget(
             name: "TransportTests",
             dependencies: [

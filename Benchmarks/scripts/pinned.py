@@ -11,7 +11,7 @@ is measured --runs times on a fresh server and printed as median and spread (min
   register-kdf1   /register_user at --kdf-iterations 1, wrk: server CPU per registration, and its ratio to health
   register-kdf1000  the same at Beiwe's 1000 iterations
   load-vs-wrk     survey-cli load register (closed, 64) against wrk (64 connections), same server (kdf 1): each tool's CPU
-                  per registration, and their ratio
+                  per registration, and their ratio (--http-client curl: with the libcurl client instead of the event loops)
   relay           push-relay with survey-cli load push (500 devices, 2,000/s): relay and driver CPU per delivery
 
 Needs a release build (swift build -c release) and wrk (apt-get install wrk). Loopback only; every server's data is a
@@ -141,6 +141,11 @@ def measure_wrk(args, work, kdf, path):
         server.stop()
 
 
+def client_flag(args):
+    """survey-cli's --http-client, when one was asked for (nio, its default, or curl)."""
+    return ["--http-client", args.http_client] if args.http_client else []
+
+
 def measure_load_register(args, work):
     server = mock_server(args, work, 1)
     try:
@@ -149,7 +154,7 @@ def measure_load_register(args, work):
         before_server, before = cpu_seconds(server.pid), child_cpu()
         out, err, code = run_pinned(1, [os.path.join(args.bin, "survey-cli"), "load", "register", "--server", server.url,
                                         "--participants-file", people, "--concurrency", "64", "--duration", f"{args.seconds}s",
-                                        "--report", report])
+                                        "--report", report, *client_flag(args)])
         tool = child_cpu() - before
         used = cpu_seconds(server.pid) - before_server
         if code not in (0, 99):
@@ -169,7 +174,7 @@ def measure_relay(args, work, devices=500, rate=2000):
         seconds = max(args.seconds, 5)
         driver = subprocess.Popen(["taskset", "-c", "1", os.path.join(args.bin, "survey-cli"), "load", "push", "--relay", relay.url,
                                    "--devices", str(devices), "--rate", str(rate), "--warmup", "2s", "--duration", f"{seconds}s",
-                                   "--report", report], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   "--report", report, *client_flag(args)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3.5)
         r0, d0, t0 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
         time.sleep(seconds - 2)
@@ -192,6 +197,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--bin", default=".build/release")
     parser.add_argument("--only", nargs="*", default=None, help="figures to measure (default: all)")
+    parser.add_argument("--http-client", choices=["nio", "curl"], default=None,
+                        help="survey-cli's HTTP client for load-vs-wrk and relay (default: its own default, nio)")
     args = parser.parse_args()
     if os.cpu_count() < 2:
         sys.exit("needs two cores (the process under test on 0, the generator on 1)")

@@ -42,6 +42,8 @@ public struct PushLoadOptions: Sendable {
     public var sourceAddresses: [String] = []
     /// After a stream ends, a device waits a random time up to this before reconnecting (a storm spreads out).
     public var reconnectJitter: Duration = .seconds(1)
+    /// The HTTP client of the sends, the acks and (for an `http://` relay) the device streams.
+    public var client = LoadClient.nio
 
     /// Options for a run against `relay` (and `moreRelays`, devices spread over them), with defaults for the rest.
     public init(relay: String, devices: Int, platform: String = "android", rate: RateSchedule, duration: Duration,
@@ -70,8 +72,8 @@ public enum PushLoad {
     }
 
     /// Connects the devices, sends pushes on the rate schedule, waits for deliveries, and reports; `progress` gets a line a second.
-    public static func run(_ given: PushLoadOptions, http streams: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
-        var setup = given
+    public static func run(_ requested: PushLoadOptions, http given: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+        var setup = requested
         guard setup.platform == "android" || setup.platform == "ios" else {
             throw LoadUsageError(flag: "--platform", message: "must be android or ios")
         }
@@ -80,11 +82,22 @@ public enum PushLoad {
         // Sends and acks on their own client with a bounded connection pool (extra requests queue in libcurl), so a
         // slow relay cannot make the tool open a connection per request in flight and run either side out of files.
         // `streams` carries only the long-lived device streams.
-        let http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
-        defer { http.shutdown() }
+        let curl = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
+        defer { curl.shutdown() }
+        let loops = setup.client.make(maxConnectionsPerHost: 256, timeout: .seconds(30), fallback: curl)
+        let http: any HTTPTransport = loops ?? curl
+        // Streams hold their connections for good: on the loops (outside their limit) for a plain-HTTP relay, else on
+        // the caller's client.
+        let streams: any HTTPTransport = loops.flatMap { client in setup.relays.allSatisfy { LoopTarget.parse($0) != nil } ? client : nil } ?? given
         // Tokens.
         progress("creating \(setup.devices) \(setup.platform) devices on \(setup.relays.joined(separator: ", "))")
-        let created = try await createDevices(setup, http: http)
+        let created: [(token: String, relay: String)]
+        do {
+            created = try await createDevices(setup, http: http)
+        } catch {
+            await loops?.shutdown()
+            throw error
+        }
         let tokens = created.map(\.token)
         for (token, relay) in created {
             if let node = RelayNode.node(of: token) { setup.nodes[node] = relay }
@@ -95,22 +108,37 @@ public enum PushLoad {
         let options = setup
         // Streams: every device listens until the run ends.
         let links = PushLinks()
+        let executors = loops?.executors ?? []
         let listeners = Task { () -> Void in
             await withDiscardingTaskGroup { group in
                 for (index, token) in tokens.enumerated() {
                     let local = options.sourceAddresses.isEmpty ? nil : options.sourceAddresses[index % options.sourceAddresses.count]
-                    group.addTask { await listen(token: token, localAddress: local, options: options, streams: streams, http: http, links: links) }
+                    group.addTask(executorPreference: executors.isEmpty ? nil : executors[index % executors.count]) {
+                        await listen(token: token, localAddress: local, options: options, streams: streams, http: http, links: links)
+                    }
                 }
             }
         }
         defer { listeners.cancel() }
-        let connected = try await waitForConnections(tokens.count, links: links, progress: progress)
+        let connected: Int
+        do {
+            connected = try await waitForConnections(tokens.count, links: links, progress: progress)
+        } catch {
+            listeners.cancel()
+            await listeners.value
+            await loops?.shutdown()
+            throw error
+        }
         progress("\(connected) of \(tokens.count) devices connected")
 
         let plugin = PushPlugin(options: options, tokens: tokens, http: http, links: links)
-        let engine = LoadEngine(model: .open(options.rate, maxInFlight: options.maxInFlight), warmup: options.warmup,
+        var engine = LoadEngine(model: .open(options.rate, maxInFlight: options.maxInFlight), warmup: options.warmup,
                                 duration: options.duration, grace: options.grace)
+        engine.loops = executors
         let outcome = await engine.run(plugin, progress: progress)
+        listeners.cancel()
+        await listeners.value
+        await loops?.shutdown()
         let s = outcome.state
         var report = outcome.report(
             scenario: "push(\(options.platform), \(tokens.count) devices)", target: options.relays.joined(separator: ","),
@@ -124,7 +152,7 @@ public enum PushLoad {
 
     /// `POST /v1/devices` for every device, a bounded number at a time, spread over the relays in turn; each token
     /// with the relay that issued it.
-    static func createDevices(_ options: PushLoadOptions, http: TransportClient) async throws -> [(token: String, relay: String)] {
+    static func createDevices(_ options: PushLoadOptions, http: any HTTPTransport) async throws -> [(token: String, relay: String)] {
         let body = RelayWire.DeviceRequest(platform: options.platform, appID: "org.beiwe.load")
         return try await withThrowingTaskGroup(of: [(token: String, relay: String)].self) { group in
             let workers = max(1, min(options.connectConcurrency, options.devices))
@@ -163,7 +191,7 @@ public enum PushLoad {
     }
 
     /// One device's stream: records each push's load id, acks it, and reconnects if the stream ends.
-    static func listen(token: String, localAddress: String?, options: PushLoadOptions, streams: TransportClient, http: TransportClient,
+    static func listen(token: String, localAddress: String?, options: PushLoadOptions, streams: any HTTPTransport, http: any HTTPTransport,
                        links: PushLinks) async {
         var counted = false
         defer { if counted { links.connected.withLock { $0 -= 1 } } }
@@ -248,7 +276,7 @@ public enum PushLoad {
     }
 
     /// Sends one push through the provider API: awaiting its device's receipt when the provider accepted it, else failed.
-    static func send(id: String, token: String, options: PushLoadOptions, http: TransportClient) async -> IterationOutcome {
+    static func send(id: String, token: String, options: PushLoadOptions, http: any HTTPTransport) async -> IterationOutcome {
         do {
             let response = try await http.send(sendRequest(id: id, token: token, options: options))
             guard response.status != 200 else { return .awaitingCompletion }
@@ -266,7 +294,7 @@ public enum PushLoad {
 struct PushPlugin: LoadPlugin {
     let options: PushLoadOptions
     let tokens: [String]
-    let http: TransportClient
+    let http: any HTTPTransport
     let links: PushLinks
 
     /// The load id push `index` carries.

@@ -48,6 +48,9 @@ public struct RegisterLoadOptions: Sendable {
     public var recordedOptions: [String: String] = [:]
     /// The HTTP client's per-request timeout (recorded in the report).
     public var timeout: Duration?
+    /// The HTTP client the iterations use (the `http` given to ``RegisterLoad/run(_:http:progress:)`` still makes the
+    /// set-up and the correctness pass, and serves https targets).
+    public var client = LoadClient.nio
 
     /// Options for one server, with defaults for the rest.
     public init(server: String, relay: String? = nil, participants: [AdminWire.Credentials], studyID: String? = nil, model: Model,
@@ -77,18 +80,22 @@ public struct RegisterLoadOptions: Sendable {
 /// registered (what the correctness pass asks the server about).
 final class RegisterPlugin: LoadPlugin {
     let options: RegisterLoadOptions
-    let http: TransportClient
+    let http: any HTTPTransport
     let registered = Mutex<Set<String>>([])
+    /// Each participant's hashed password, computed once (as a device does) rather than per iteration.
+    let hashes: [String]
 
-    init(options: RegisterLoadOptions, http: TransportClient) {
+    init(options: RegisterLoadOptions, http: any HTTPTransport) {
         self.options = options
         self.http = http
+        hashes = options.healthOnly ? [] : options.participants.map { BeiwePassword.deviceHash($0.password) }
     }
 
     func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
         let who = options.participants[index % options.participants.count]
         let server = options.servers[index % options.servers.count]
         let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: options.timeZone,
+                                                      passwordHash: hashes.isEmpty ? nil : hashes[index % hashes.count],
                                                       step: { name, micros in recorder.step(name, micros: micros) })
         guard let error else {
             registered.withLock { _ = $0.insert(who.patientID) }
@@ -103,9 +110,10 @@ public enum RegisterLoad {
     /// What one device does to join a study, as a real app would: a relay token when `options.relay` is set,
     /// `/register_user` (new password = the temporary one, so the same credentials can register again), and
     /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key
-    /// (`register_user:403:invalid_credentials`, `transport:connect_failed`). `step` gets each step's latency (µs).
-    public static func registerDevice(_ options: RegisterLoadOptions, server: String? = nil, http: TransportClient, who: AdminWire.Credentials,
-                                      index: Int, timeZone: String,
+    /// (`register_user:403:invalid_credentials`, `transport:connect_failed`). `step` gets each step's latency (µs);
+    /// `passwordHash`, when given, is `who`'s password as the device sends it (computed here otherwise).
+    public static func registerDevice(_ options: RegisterLoadOptions, server: String? = nil, http: any HTTPTransport, who: AdminWire.Credentials,
+                                      index: Int, timeZone: String, passwordHash: String? = nil,
                                       step: @Sendable (String, UInt64) -> Void = { _, _ in }) async -> String? {
         let server = server ?? options.server
         let suffix = options.ios ? "/ios" : ""
@@ -120,6 +128,7 @@ public enum RegisterLoad {
                 let response = try await http.send(TransportRequest(url: server + "/__admin/health"))
                 return response.status == 200 ? nil : "health:\(response.status)"
             }
+            let hashed = passwordHash ?? BeiwePassword.deviceHash(who.password)
             var token = "load-\(who.patientID)"
             if let relay = options.relay {
                 let response = try await timed("relay_token") {
@@ -132,7 +141,7 @@ public enum RegisterLoad {
             }
             var form = FormBody()
             form["patient_id"] = who.patientID
-            form["password"] = BeiwePassword.deviceHash(who.password)
+            form["password"] = hashed
             form["device_id"] = "load-device-\(index)"
             form["new_password"] = who.password
             form["phone_number"] = "NOT_SUPPLIED"
@@ -145,7 +154,7 @@ public enum RegisterLoad {
             if options.download {
                 var list = FormBody()
                 list["patient_id"] = who.patientID
-                list["password"] = BeiwePassword.deviceHash(who.password)
+                list["password"] = hashed
                 list["device_id"] = "load-device-\(index)"
                 let surveys = try await timed("download") { try await http.send(.form(server + "/download_surveys" + suffix, list.encoded())) }
                 guard surveys.status == 200 else { return "download_surveys:\(surveys.status)" }
@@ -180,8 +189,12 @@ public enum RegisterLoad {
         case .open(let schedule, let maxInFlight): model = .open(schedule, maxInFlight: maxInFlight)
         case .closed(let concurrency): model = .closed(concurrency: concurrency)
         }
-        let plugin = RegisterPlugin(options: options, http: http)
-        let outcome = await LoadEngine(model: model, warmup: options.warmup, duration: options.duration).run(plugin, progress: progress)
+        let loops = options.client.make(maxConnectionsPerHost: max(64, options.maxConcurrent), timeout: options.timeout, fallback: http)
+        let plugin = RegisterPlugin(options: options, http: loops ?? http)
+        var engine = LoadEngine(model: model, warmup: options.warmup, duration: options.duration)
+        engine.loops = loops?.executors ?? []
+        let outcome = await engine.run(plugin, progress: progress)
+        await loops?.shutdown()
         let registered = plugin.registered.withLock { $0 }
         let (correct, correctness) = options.healthOnly ? (nil, "not checked (health baseline)")
             : await verify(options, http: http, registered: registered, since: wallStart)

@@ -58,6 +58,8 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     @Option(help: "Open model: starts in flight at most; further starts are dropped and counted.") var maxInFlight = 1000
     @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
     @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
+    @Option(help: "HTTP client of the iterations: nio (event loops, one per core, as wrk) or curl (libcurl, as the SDK).")
+    var httpClient = "nio"
     @Flag(help: "Download the survey list after registering.") var download = false
     @Flag(help: "Register on the /ios paths.") var ios = false
     @Flag(help: "Baseline: only GET /__admin/health per iteration (compare a server's registration rate with its request overhead).")
@@ -77,7 +79,7 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     var recorded: [String: String] {
         var options: [String: String] = ["server": server.joined(separator: ","), "duration": duration, "warmup": warmup,
                                          "max-in-flight": String(maxInFlight), "download": String(download), "ios": String(ios),
-                                         "health-only": String(healthOnly), "verify": verify, "timeout": timeout]
+                                         "health-only": String(healthOnly), "verify": verify, "timeout": timeout, "http-client": httpClient]
         if let relay { options["relay"] = relay }
         if let participantsFile { options["participants-file"] = participantsFile }
         if let setup { options["setup"] = String(setup) }
@@ -91,8 +93,10 @@ struct LoadRegisterCommand: AsyncParsableCommand {
 
     func run() async throws {
         let durationValue: Duration, warmupValue: Duration, parsedThresholds: [Threshold], model: RegisterLoadOptions.Model
-        let verifyMode: RegisterLoadOptions.Verify, timeoutValue: Duration
+        let verifyMode: RegisterLoadOptions.Verify, timeoutValue: Duration, client: LoadClient
         do {
+            guard let chosen = LoadClient(rawValue: httpClient) else { throw LoadUsageError(flag: "--http-client", message: "must be nio or curl") }
+            client = chosen
             guard !server.isEmpty else { throw LoadUsageError(flag: "--server", message: "give at least one") }
             guard let mode = RegisterLoadOptions.Verify(rawValue: verify) else { throw LoadUsageError(flag: "--verify", message: "auto, on or off") }
             verifyMode = mode
@@ -141,6 +145,7 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         options.verify = verifyMode
         options.timeout = timeoutValue
         options.recordedOptions = recorded
+        options.client = client
         for warning in RegisterLoad.warnings(options) { FileHandle.standardError.write(Data("load: warning: \(warning)\n".utf8)) }
         var result = try await RegisterLoad.run(options, http: http) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -177,6 +182,8 @@ struct LoadPushCommand: AsyncParsableCommand {
     @Option(help: "Sends in flight at most; further sends are dropped and counted.") var maxInFlight = 1000
     @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
     @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
+    @Option(help: "HTTP client of the sends, acks and streams: nio (event loops, one per core, as wrk) or curl (libcurl, as the SDK).")
+    var httpClient = "nio"
     @Option(help: "Wait this long after the last send for deliveries before counting the rest lost.") var grace = "5s"
     @Option(help: "Spread device streams over this many local addresses 127.0.0.2, 127.0.0.3, ... (0 = system's choice).")
     var sourceAddresses = 0
@@ -190,7 +197,8 @@ struct LoadPushCommand: AsyncParsableCommand {
     var recorded: [String: String] {
         var options: [String: String] = ["relay": relay.joined(separator: ","), "devices": String(devices), "platform": platform,
                                          "max-in-flight": String(maxInFlight), "duration": duration, "warmup": warmup, "grace": grace,
-                                         "source-addresses": String(sourceAddresses), "reconnect-jitter": reconnectJitter]
+                                         "source-addresses": String(sourceAddresses), "reconnect-jitter": reconnectJitter,
+                                         "http-client": httpClient]
         if let rate { options["rate"] = String(rate) }
         if let ramp { options["ramp"] = ramp }
         if !thresholds.isEmpty { options["threshold"] = thresholds.joined(separator: " ") }
@@ -216,6 +224,8 @@ struct LoadPushCommand: AsyncParsableCommand {
             built.sourceAddresses = (0..<sourceAddresses).map { "127.0.0.\($0 + 2)" }
             built.reconnectJitter = reconnectJitter == "0" ? .zero : try parseDuration(reconnectJitter, flag: "--reconnect-jitter")
             built.recordedOptions = recorded
+            guard let client = LoadClient(rawValue: httpClient) else { throw LoadUsageError(flag: "--http-client", message: "must be nio or curl") }
+            built.client = client
             options = built
         } catch let error as LoadUsageError {
             throw ValidationError(error.description)

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import ServerSupport
 
 /// The one load engine under `survey-cli load register` and `load push`: paces starts (open model) or runs virtual
 /// devices back to back (closed model), caps what is in flight, records every iteration in one `LoadRecorder`, prints
@@ -24,9 +26,38 @@ struct LoadEngine: Sendable {
     var duration: Duration
     /// After the last start, how long iterations awaiting completion may still complete before they count as lost.
     var grace: Duration = .zero
+    /// Event loops to run on (the loop HTTP client's): the pacing on the first, iterations spread over all, so that an
+    /// iteration's requests and answers stay on its loop's thread. Empty: Swift's global executor and its timers.
+    var loops: [EventLoopTaskExecutor] = []
 
     /// Runs `plugin` under the model; `progress` gets a line a second, through the drain too.
     func run(_ plugin: some LoadPlugin, progress: @escaping @Sendable (String) -> Void) async -> LoadOutcome {
+        guard let first = loops.first else { return await runHere(plugin, progress: progress) }
+        return await withTaskExecutorPreference(first) { await runHere(plugin, progress: progress) }
+    }
+
+    /// The executor iteration (or closed-model device) `index` runs on.
+    private func executor(_ index: Int) -> (any TaskExecutor)? { loops.isEmpty ? nil : loops[index % loops.count] }
+
+    /// Waits until `instant`: on the first loop's timer when there are loops (a pacing wake-up stays on that thread),
+    /// else with `Task.sleep`. Returns early when the task is cancelled.
+    private func sleep(until instant: ContinuousClock.Instant) async {
+        guard let loop = loops.first?.eventLoop else {
+            try? await Task.sleep(until: instant, clock: .continuous)
+            return
+        }
+        let delay = instant - .now
+        guard delay > .zero else { return }
+        let (seconds, attoseconds) = delay.components
+        let scheduled = loop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) {}
+        await withTaskCancellationHandler {
+            _ = try? await scheduled.futureResult.get()
+        } onCancel: {
+            scheduled.cancel()
+        }
+    }
+
+    private func runHere(_ plugin: some LoadPlugin, progress: @escaping @Sendable (String) -> Void) async -> LoadOutcome {
         let start = ContinuousClock.now
         let measuredFrom = start + warmup
         let end = measuredFrom + duration
@@ -41,7 +72,7 @@ struct LoadEngine: Sendable {
             await withDiscardingTaskGroup { group in
                 while let arrival = arrivals.next() {
                     let intended = start + .nanoseconds(Int64((arrival.offset * 1e9).rounded()))
-                    try? await Task.sleep(until: intended, clock: .continuous)
+                    await sleep(until: intended)
                     // Cancelled: the run ends here with what it has (the cancelled sleep returns at once; the rest of
                     // the schedule must not go out in a burst).
                     if Task.isCancelled { break }
@@ -50,7 +81,7 @@ struct LoadEngine: Sendable {
                         continue
                     }
                     recorder.begin(arrival.index, intended: intended, late: ContinuousClock.now - intended > Arrivals.lateAfter)
-                    group.addTask {
+                    group.addTask(executorPreference: executor(arrival.index)) {
                         let outcome = await plugin.iterate(arrival.index, recorder: recorder)
                         recorder.ended(arrival.index, outcome, at: .now)
                     }
@@ -58,8 +89,8 @@ struct LoadEngine: Sendable {
             }
         case .closed(let concurrency):
             await withDiscardingTaskGroup { group in
-                for _ in 0..<concurrency {
-                    group.addTask {
+                for device in 0..<concurrency {
+                    group.addTask(executorPreference: executor(device)) {
                         while ContinuousClock.now < end, !Task.isCancelled {
                             let index = recorder.nextIndex()
                             recorder.begin(index, intended: .now, late: false)

@@ -1,0 +1,110 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Transport
+
+/// One event loop's keep-alive connections, by target: at most `maxPerTarget` open to each, idle ones reused newest
+/// first, requests beyond the limit queued in order. Confined to its loop (every method is called there).
+final class LoopPool {
+    struct Pending {
+        var request: TransportRequest
+        var path: String
+        var promise: EventLoopPromise<TransportResponse>
+        var timeout: TimeAmount
+    }
+
+    let loop: any EventLoop
+    let maxPerTarget: Int
+    let connectTimeout: TimeAmount
+    private var idle: [LoopTarget: [LoopExchangeHandler]] = [:]
+    private var open: [LoopTarget: Int] = [:]
+    private var waiting: [LoopTarget: CircularBuffer<Pending>] = [:]
+
+    init(loop: any EventLoop, maxPerTarget: Int, connectTimeout: TimeAmount) {
+        self.loop = loop
+        self.maxPerTarget = max(1, maxPerTarget)
+        self.connectTimeout = connectTimeout
+    }
+
+    /// Sends `request` on a free connection to `target` (opening one if the limit allows, else after those queued).
+    func execute(_ pending: Pending, target: LoopTarget) {
+        if var free = idle[target], let handler = free.popLast() {
+            idle[target] = free
+            start(pending, on: handler, target: target, reused: true)
+        } else if open[target, default: 0] < maxPerTarget {
+            open[target, default: 0] += 1
+            let pool = NIOLoopBound(self, eventLoop: loop)
+            connect(target, localAddress: pending.request.localAddress).whenComplete { result in
+                switch result {
+                case .success(let handler):
+                    pool.value.start(pending, on: handler.value, target: target, reused: false)
+                case .failure(let error):
+                    pending.promise.fail(error as? TransportError ?? TransportError(code: "connect_failed", message: "\(error)"))
+                    pool.value.closed(target)
+                }
+            }
+        } else {
+            waiting[target, default: []].append(pending)
+        }
+    }
+
+    /// Opens a connection to `target` for an event stream (outside the limit: a stream holds its connection for good).
+    func openStream(_ target: LoopTarget, localAddress: String?) -> EventLoopFuture<NIOLoopBound<LoopExchangeHandler>> {
+        connect(target, localAddress: localAddress)
+    }
+
+    private func start(_ pending: Pending, on handler: LoopExchangeHandler, target: LoopTarget, reused: Bool) {
+        handler.onDone = { keepAlive in self.released(handler, target: target, keepAlive: keepAlive) }
+        handler.onClosed = { self.closed(target, handler: handler) }
+        let bound = NIOLoopBound(handler, eventLoop: loop)
+        let timeout = loop.scheduleTask(in: pending.timeout) { bound.value.timedOut() }
+        handler.send(pending.request, path: pending.path, target: target,
+                     exchange: .init(promise: pending.promise, reused: reused, timeout: timeout))
+    }
+
+    private func released(_ handler: LoopExchangeHandler, target: LoopTarget, keepAlive: Bool) {
+        guard keepAlive else {
+            handler.close()  // `closed` follows
+            return
+        }
+        if let next = waiting[target]?.popFirst() {
+            start(next, on: handler, target: target, reused: true)
+        } else {
+            handler.onDone = { _ in }
+            handler.onClosed = { self.closed(target, handler: handler) }
+            idle[target, default: []].append(handler)
+        }
+    }
+
+    private func closed(_ target: LoopTarget, handler: LoopExchangeHandler? = nil) {
+        if let handler, let index = idle[target]?.firstIndex(where: { $0 === handler }) { idle[target]!.remove(at: index) }
+        open[target, default: 1] -= 1
+        if let next = waiting[target]?.popFirst() { execute(next, target: target) }
+    }
+
+    private func connect(_ target: LoopTarget, localAddress: String?) -> EventLoopFuture<NIOLoopBound<LoopExchangeHandler>> {
+        var bootstrap = ClientBootstrap(group: loop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    // The request's headers are checked once in `LoopHTTPClient.send` (no line breaks) instead of by
+                    // NIO's validator on every write (6 % of the tool's CPU).
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
+                    try channel.pipeline.syncOperations.addHandler(LoopExchangeHandler())
+                }
+            }
+        if let localAddress {
+            do {
+                bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: localAddress, port: 0))
+            } catch {
+                return loop.makeFailedFuture(TransportError(code: "invalid_request", message: "local address \(localAddress): \(error)"))
+            }
+        }
+        return bootstrap.connect(host: target.host, port: target.port).flatMapThrowing { channel in
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: LoopExchangeHandler.self), eventLoop: channel.eventLoop)
+        }.flatMapErrorThrowing { error in
+            throw error as? TransportError ?? TransportError(code: "connect_failed", message: "\(target.host):\(target.port): \(error)")
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+import Transport
+@testable import TrioLoad
+
+/// The load tool's event-loop HTTP client against a small NIO HTTP/1 server in the same process: answers, keep-alive
+/// reuse, the per-host limit, a server closing, a silent server, a refused connection, event streams.
+@Suite struct LoopHTTPClientTests {
+    /// `/hello` 200 "hello"; `/echo` the method, the body and the Host header; `/close` 200 and `Connection: close`;
+    /// `/silent` no answer; `/stream` an event stream of three events, then the end. Counts the connections accepted.
+    final class Server: Sendable {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        final class Count: Sendable { let value = Mutex(0) }
+        let connections = Count()
+        let port: Int
+        let channel: any Channel
+
+        init() async throws {
+            let connections = self.connections
+            channel = try await ServerBootstrap(group: group)
+                .childChannelInitializer { channel in
+                    connections.value.withLock { $0 += 1 }
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try channel.pipeline.syncOperations.addHandler(Answer())
+                    }
+                }
+                .bind(host: "127.0.0.1", port: 0).get()
+            port = channel.localAddress!.port!
+        }
+
+        var url: String { "http://127.0.0.1:\(port)" }
+        var accepted: Int { connections.value.withLock { $0 } }
+
+        func stop() async throws {
+            try await channel.close()
+            try await group.shutdownGracefully()
+        }
+    }
+
+    final class Answer: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        var head: HTTPRequestHead?
+        var body: [UInt8] = []
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head):
+                self.head = head
+                body = []
+            case .body(let bytes):
+                body += bytes.readableBytesView
+            case .end:
+                guard let head else { return }
+                let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+                switch path {
+                case "/silent":
+                    break
+                case "/stream":
+                    let headers: HTTPHeaders = ["Content-Type": "text/event-stream", "Transfer-Encoding": "chunked"]
+                    context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+                    for n in 1...3 {
+                        let event = context.channel.allocator.buffer(string: "id: \(n)\nevent: push\ndata: {\"n\":\(n)}\n\n")
+                        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(event))), promise: nil)
+                    }
+                    context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                default:
+                    let text: String
+                    var headers: HTTPHeaders = [:]
+                    switch path {
+                    case "/echo": text = "\(head.method.rawValue) \(head.headers["Host"].first ?? "-") " + String(decoding: body, as: UTF8.self)
+                    case "/close":
+                        text = "bye"
+                        headers.add(name: "Connection", value: "close")
+                    default: text = "hello"
+                    }
+                    headers.add(name: "Content-Length", value: String(text.utf8.count))
+                    context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+                    context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: text)))), promise: nil)
+                    let close = path == "/close"
+                    context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if close { context.close(promise: nil) } }
+                }
+            }
+        }
+    }
+
+    func client(max: Int = 8, timeout: Duration = .seconds(30)) -> LoopHTTPClient {
+        LoopHTTPClient(threads: 1, maxConnectionsPerHost: max, defaultTimeout: timeout, connectTimeout: .seconds(5),
+                       fallback: TransportClient())
+    }
+
+    @Test func answersAndReusesItsConnection() async throws {
+        let server = try await Server()
+        let http = client()
+        let first = try await http.send(TransportRequest(url: server.url + "/hello"))
+        let second = try await http.send(TransportRequest(method: "POST", url: server.url + "/echo?x=1", body: Array("ping".utf8)))
+        #expect(first.status == 200 && first.text == "hello" && !first.connectionReused)
+        #expect(second.text == "POST 127.0.0.1:\(server.port) ping" && second.connectionReused)
+        #expect(server.accepted == 1)
+        await http.shutdown()
+        try await server.stop()
+    }
+
+    @Test func requestsBeyondTheLimitWaitForAConnection() async throws {
+        let server = try await Server()
+        let http = client(max: 2)
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<20 { group.addTask { try await http.send(TransportRequest(url: server.url + "/hello")).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 20))
+        #expect(server.accepted <= 2)
+        await http.shutdown()
+        try await server.stop()
+    }
+
+    @Test func aConnectionTheServerClosesIsNotReused() async throws {
+        let server = try await Server()
+        let http = client(max: 1)
+        #expect(try await http.send(TransportRequest(url: server.url + "/close")).text == "bye")
+        // The only connection allowed was closed: the next request gets a new one rather than waiting for ever.
+        let next = try await http.send(TransportRequest(url: server.url + "/hello"))
+        #expect(next.text == "hello" && !next.connectionReused)
+        #expect(server.accepted == 2)
+        await http.shutdown()
+        try await server.stop()
+    }
+
+    @Test func aSilentServerTimesOutAndFreesTheConnection() async throws {
+        let server = try await Server()
+        let http = client(max: 1, timeout: .milliseconds(200))
+        await #expect(throws: TransportError.self) { _ = try await http.send(TransportRequest(url: server.url + "/silent")) }
+        do {
+            _ = try await http.send(TransportRequest(url: server.url + "/silent"))
+        } catch {
+            #expect(error.code == "timeout")
+        }
+        #expect(try await http.send(TransportRequest(url: server.url + "/hello")).text == "hello")
+        await http.shutdown()
+        try await server.stop()
+    }
+
+    @Test func aRefusedConnectionIsConnectFailed() async throws {
+        let server = try await Server()
+        let url = server.url
+        try await server.stop()
+        let http = client()
+        do {
+            _ = try await http.send(TransportRequest(url: url + "/hello"))
+            Issue.record("a closed port answered")
+        } catch {
+            #expect(error.code == "connect_failed")
+        }
+        await http.shutdown()
+    }
+
+    @Test func eventStreamsArriveAsParsedEvents() async throws {
+        let server = try await Server()
+        let http = client()
+        let stream = try await http.eventStream(TransportRequest(url: server.url + "/stream"))
+        #expect(stream.status == 200)
+        var ids: [String] = []
+        for try await item in stream.items {
+            if case .event(let event) = item, event.event == "push", let id = event.id { ids.append(id) }
+        }
+        #expect(ids == ["1", "2", "3"])
+        await http.shutdown()
+        try await server.stop()
+    }
+
+    @Test func plainHTTPURLsAreTheLoopsAndOthersAreNot() {
+        #expect(LoopTarget.parse("http://127.0.0.1:8080/v1/x?y=1")! == (LoopTarget(host: "127.0.0.1", port: 8080), "/v1/x?y=1"))
+        #expect(LoopTarget.parse("http://example.org")! == (LoopTarget(host: "example.org", port: 80), "/"))
+        #expect(LoopTarget.parse("http://[::1]:9/?q")! == (LoopTarget(host: "::1", port: 9), "/?q"))
+        #expect(LoopTarget(host: "::1", port: 9).hostHeader == "[::1]:9")
+        for other in ["https://127.0.0.1/", "http://user@host/", "http://:80/", "http://host:0/", "http://host:x/", "ftp://h/"] {
+            #expect(LoopTarget.parse(other) == nil)
+        }
+    }
+}
