@@ -239,13 +239,33 @@ public enum PushLoad {
 
     /// The message id (the event's `id:` line, else its data's `id`) and load id of a push event; nil if neither reads.
     static func pushIDs(_ event: ServerSentEvent) -> (String, String?)? {
-        let data = event.data.utf8
-        if let id = event.id, let start = data.firstRange(of: #""load_id":""#.utf8)?.upperBound,
-           let end = data[start...].firstIndex(of: UInt8(ascii: "\"")), !data[start..<end].contains(UInt8(ascii: "\\")) {
-            return (id, String(decoding: data[start..<end], as: UTF8.self))
-        }
+        if let id = event.id, let loadID = quickLoadID(event.data) { return (id, loadID) }
         guard let message = try? WireJSON.decode(RelayWire.Message.self, from: event.data) else { return nil }
         return (message.id, loadID(message.payload))
+    }
+
+    private static let loadIDKey = Array(#""load_id":""#.utf8)
+
+    /// The value of the first `"load_id":"…"` in `text` when it has no escape, by a byte scan (the generic
+    /// `firstRange(of:)` was 6 % of the push driver's CPU).
+    static func quickLoadID(_ text: String) -> String? {
+        var text = text
+        let key = loadIDKey
+        return text.withUTF8 { bytes -> String? in
+            guard bytes.count > key.count else { return nil }
+            var i = 0
+            while i <= bytes.count - key.count {
+                if bytes[i] == key[0], bytes[i + 1] == key[1], (0..<key.count).allSatisfy({ bytes[i + $0] == key[$0] }) {
+                    let start = i + key.count
+                    var end = start
+                    while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\") { end += 1 }
+                    guard end < bytes.count, bytes[end] == UInt8(ascii: "\"") else { return nil }
+                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
+                }
+                i += 1
+            }
+            return nil
+        }
     }
 
     static func ackRequest(_ url: String, id: String) -> TransportRequest {
