@@ -47,20 +47,47 @@ import Testing
     }
 
     @Test func startsBeyondTheInFlightLimitAreDroppedNotQueued() async {
-        let probe = Probe(work: .seconds(5))
+        // Each iteration holds its place until every arrival of the run has been admitted or dropped, however late the
+        // machine runs the pacing.
+        let probe = Probe()
         let outcome = await LoadEngine(model: .open(RateSchedule(constant: 100), maxInFlight: 4), warmup: .zero,
-                                       duration: .milliseconds(300)).run(probe) { _ in }
+                                       duration: .milliseconds(300)).run(Gated(probe: probe, arrivals: 30)) { _ in }
         #expect(outcome.state.started == 4)
         #expect(outcome.state.dropped == 26)
         #expect(probe.seen.withLock { $0.most } == 4)
         #expect(outcome.totals.succeeded == 4)
     }
 
+    /// The probe's iteration, held until `arrivals` starts have been admitted or dropped.
+    struct Gated: LoadPlugin {
+        let probe: Probe
+        let arrivals: Int
+
+        func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
+            probe.seen.withLock { s in
+                s.running += 1
+                s.most = max(s.most, s.running)
+            }
+            while recorder.state.withLock({ $0.begun + $0.dropped }) < arrivals, !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            probe.seen.withLock { $0.running -= 1 }
+            return .succeeded
+        }
+    }
+
     @Test func theClosedModelKeepsItsDevicesBusyAndNoMore() async {
         let probe = Probe(work: .milliseconds(5))
-        let outcome = await LoadEngine(model: .closed(concurrency: 3), warmup: .zero, duration: .milliseconds(200)).run(probe) { _ in }
+        let run = Task {
+            await LoadEngine(model: .closed(concurrency: 3), warmup: .zero, duration: .seconds(600)).run(probe) { _ in }
+        }
+        // Until 30 iterations have run (however late the machine starts the devices), then the run is cancelled.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while probe.seen.withLock({ $0.indices.count }) < 30, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        run.cancel()
+        let outcome = await run.value
         #expect(probe.seen.withLock { $0.most } == 3)
-        #expect(outcome.state.started >= 3 && outcome.state.started == outcome.state.succeeded)
+        #expect(outcome.state.started >= 30 && outcome.state.started == outcome.state.succeeded + outcome.state.failed)
         let indices = probe.seen.withLock { $0.indices }
         #expect(Set(indices).count == indices.count && indices.max()! == indices.count - 1)
         #expect(outcome.model == "closed")
