@@ -86,8 +86,10 @@ extension SurveyClient {
     }
 
     /// Fetches the given surveys of a push, stores or withdraws each, and acks the push once all reached a final outcome.
-    func attempt(messageID: String, surveys: [String]) async {
-        guard let push = intake.push(messageID) else { return }
+    /// Returns the surveys announced with ``SurveyClientEvent/surveyAvailable(_:)``.
+    @discardableResult
+    func attempt(messageID: String, surveys: [String]) async -> [StoredSurvey] {
+        guard let push = intake.push(messageID) else { return [] }
         var outcomes: [String: PushIntake.Outcome] = [:]
         var surfaced: [StoredSurvey] = []
         var withdrawn: [(surveyID: String, uuids: [String])] = []
@@ -107,7 +109,7 @@ extension SurveyClient {
                     withdrawn.append((surveyID, its))
                 }
             } catch {
-                if error.isCancellation { return }
+                if error.isCancellation { return [] }
                 outcomes[surveyID] = .failed
                 failures.append(error)
             }
@@ -122,7 +124,8 @@ extension SurveyClient {
         try? save()
         // A survey whose earlier answers are still on their way is shown once they are accepted (see `upload`).
         let submitting = submittingSurveyIDs()
-        for stored in surfaced where !submitting.contains(stored.surveyID) { emit(.surveyAvailable(stored)) }
+        let announced = surfaced.filter { !submitting.contains($0.surveyID) }
+        for stored in announced { emit(.surveyAvailable(stored)) }
         for gone in withdrawn {
             record(category: "survey", name: "withdrawn", extra: ["survey_id": gone.surveyID])
             emit(.surveyWithdrawn(surveyID: gone.surveyID, scheduleUUIDs: gone.uuids))
@@ -138,6 +141,7 @@ extension SurveyClient {
             logger.debug("push fetch failed; retrying", metadata: ["message": "\(messageID)", "after": "\(after)"])
         }
         await confirmReceipts()
+        return announced
     }
 
     // MARK: Pushes from the app (`PushSource.external`)
@@ -145,7 +149,9 @@ extension SurveyClient {
     /// A push the host app received through a push service of its own: Beiwe's data fields (`type`, `survey_ids`,
     /// `sent_time`, `nonce`, `survey_uuids_dict`). Handled as a relay push is (de-duplicated; each survey fetched and
     /// stored, or withdrawn; a transient failure retried in the background), and acknowledged to nobody.
-    /// - Returns: the surveys that became available now.
+    /// - Returns: the surveys this push made available, the same ones ``SurveyClientEvent/surveyAvailable(_:)``
+    ///   announces: a new survey, and one already pending that the push gave a further occurrence; not one whose
+    ///   earlier answers are still being uploaded (announced once they are accepted), nor one fetched later by a retry.
     /// - Throws: `bad_push` for fields that are not a survey push, `closed`.
     @discardableResult
     public func receive(push data: [String: String]) async throws(SurveyClientError) -> [StoredSurvey] {
@@ -155,7 +161,6 @@ extension SurveyClient {
             throw SurveyClientError(code: SurveyClientError.Code.badPush.rawValue, message: "\(error)")
         }
         let messageID = "external-" + (push.nonce.isEmpty ? UUID().uuidString.lowercased() : push.nonce)
-        let before = Set(pendingSurveys().map(\.surveyID))
         switch intake.received(messageID: messageID, push: push, nonceSeen: !push.nonce.isEmpty && state.seenNonces.contains(push.nonce),
                                handled: handledUUIDs()) {
         case .duplicate:
@@ -166,9 +171,8 @@ extension SurveyClient {
         case .fetch(let surveys):
             emit(.pushReceived(messageID: messageID, surveyIDs: push.surveyIDs))
             record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
-            await attempt(messageID: messageID, surveys: surveys)
+            return await attempt(messageID: messageID, surveys: surveys)
         }
-        return pendingSurveys().filter { push.surveyIDs.contains($0.surveyID) && !before.contains($0.surveyID) }
     }
 
     /// The push token the host app's push service gave this device (`PushSource.external`): saved, and sent to the

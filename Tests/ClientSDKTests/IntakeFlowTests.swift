@@ -36,6 +36,37 @@ import Testing
         await client.close()
     }
 
+    /// What `receive(push:)` returns is what `.surveyAvailable` announces: a pending survey given a further occurrence
+    /// is in both (it returned nothing while the event announced it), a survey whose answers are still being uploaded in
+    /// neither.
+    @Test func anAppHandedPushReturnsWhatItAnnounces() async throws {
+        let study = MemoryStudy()
+        study.addSurvey("s1")
+        study.addSurvey("s2")
+        let client = try Flow.client(study, relay: false)
+        let tap = Flow.EventTap(client)
+        try await client.start()
+        let first = SurveyPush(surveyIDs: ["s1"], sentTime: "2026-05-04T14:00:00", nonce: "n1", surveyUUIDs: ["s1": ["u1"]])
+        #expect(try await client.receive(push: first.dataFields()).map(\.surveyID) == ["s1"])
+        // A second occurrence of the pending s1, and a new s2.
+        let second = SurveyPush(surveyIDs: ["s1", "s2"], sentTime: "2026-05-05T14:00:00", nonce: "n2", surveyUUIDs: ["s1": ["u2"], "s2": ["u3"]])
+        let returned = try await client.receive(push: second.dataFields())
+        #expect(returned.map(\.surveyID).sorted() == ["s1", "s2"])
+        #expect(returned.first { $0.surveyID == "s1" }?.scheduleUUIDs == ["u1", "u2"])
+        #expect(await study.until { tap.count(Flow.isAvailable) == 3 })
+        // Answers to s2 that the server does not take yet: a further occurrence of s2 is neither returned nor announced.
+        study.fail("/upload", status: 503)
+        await #expect(throws: SurveyClientError.self) { try await client.submit(answers: [:], for: "s2") }
+        let third = SurveyPush(surveyIDs: ["s2"], sentTime: "2026-05-06T14:00:00", nonce: "n3", surveyUUIDs: ["s2": ["u4"]])
+        #expect(try await client.receive(push: third.dataFields()).isEmpty)
+        // Once the retried upload is taken, s2 with its new occurrence is announced: the fourth announcement, not a fifth.
+        #expect(await study.until { tap.count { if case .submitted = $0 { true } else { false } } == 1 })
+        #expect(await study.until { tap.count(Flow.isAvailable) == 4 })
+        let last = tap.all.compactMap { if case .surveyAvailable(let stored) = $0 { stored } else { nil } }.last
+        #expect(last?.surveyID == "s2" && last?.scheduleUUIDs == ["u4"])
+        await client.close()
+    }
+
     @Test func anAppHandedPushWhoseFetchFailedIsRetriedInTheBackground() async throws {
         let study = MemoryStudy()
         study.addSurvey("s1")
