@@ -63,23 +63,16 @@ extension Integration {
             }
         }
 
-        func kill() {
+        func kill() async {
             Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await ChildProcess.exit(of: process)
         }
     }
 
     /// `survey-cli device status` of a device directory.
-    static func status(_ dataDir: URL) throws -> SurveyClientStatus {
-        let check = Process()
-        check.executableURL = Executables.url("survey-cli")
-        check.arguments = ["device", "status", "--data-dir", dataDir.path]
-        let pipe = Pipe()
-        check.standardOutput = pipe
-        try check.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        check.waitUntilExit()
-        return try WireJSON.decode(SurveyClientStatus.self, from: data)
+    static func status(_ dataDir: URL) async throws -> SurveyClientStatus {
+        let check = try await ChildProcess.run(Executables.url("survey-cli"), ["device", "status", "--data-dir", dataDir.path])
+        return try WireJSON.decode(SurveyClientStatus.self, from: Data(check.output.utf8))
     }
 
     @Test func fiftyKillsLoseNothingAndDuplicateNothing() async throws {
@@ -94,17 +87,13 @@ extension Integration {
             _ = try await trio.admin.createSurvey(study: study.studyID, survey)
             let who = try await trio.admin.createParticipants(study: study.studyID)[0]
             let dataDir = temporaryDirectory("crash")
-            let register = Process()
-            register.executableURL = Executables.url("survey-cli")
-            register.arguments = ["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url, "--relay", trio.relay.url,
-                                  "--patient-id", who.patientID, "--password", who.password, "--timezone", "America/Chicago",
-                                  "--telemetry-url", trio.server.url, "--features-url", trio.server.url]
-            register.standardOutput = FileHandle.nullDevice
-            try register.run()
-            register.waitUntilExit()
-            #expect(register.terminationStatus == 0)
+            let register = try await ChildProcess.run(Executables.url("survey-cli"), [
+                "device", "register", "--data-dir", dataDir.path, "--server", trio.server.url, "--relay", trio.relay.url,
+                "--patient-id", who.patientID, "--password", who.password, "--timezone", "America/Chicago",
+                "--telemetry-url", trio.server.url, "--features-url", trio.server.url])
+            #expect(register.status == 0)
 
-            let token = try #require(try Self.status(dataDir).pushToken)
+            let token = try #require(try await Self.status(dataDir).pushToken)
             var random = SeededRandom(seed: 20_261_122)
             var lines: [String] = []
             let iterations = 50
@@ -118,14 +107,14 @@ extension Integration {
                 _ = try await trio.admin.advanceClock(study: study.studyID, seconds: 3600)
                 // Somewhere in fetching the spec, answering, uploading and sending pings.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...150, using: &random)))
-                listener.kill()
+                await listener.kill()
                 lines += listener.output
             }
             // A last clean run finishes whatever was left: stored surveys, the upload outbox, pings.
             lines.append("--- last run")
             let last = try Listener(dataDir: dataDir, extra: ["--for", "3s"])
             try await last.waitFor("listening")
-            last.process.waitUntilExit()
+            await ChildProcess.exit(of: last.process)
             lines += last.output
 
             let sent = try await trio.admin.pushes(study: study.studyID).filter { $0.status == "sent" }
@@ -164,7 +153,7 @@ extension Integration {
             #expect(Set(gaps.map(\.ping)) == ["events", "baseline"])
             #expect(gaps.allSatisfy { $0.missing.isEmpty }, "seq gaps: \(gaps.filter { !$0.missing.isEmpty })")
             // Nothing is left waiting on the device.
-            let left = try Self.status(dataDir)
+            let left = try await Self.status(dataDir)
             #expect(left.pendingSurveys.isEmpty)
             #expect(left.uploadsWaiting == 0)
             #expect(left.pingsWaiting == 0)

@@ -414,16 +414,9 @@ extension Integration {
             }
         }
         // A relay bound beyond loopback without a token refuses to start.
-        let relay = Process()
-        relay.executableURL = Executables.url("push-relay")
-        relay.arguments = ["--host", "0.0.0.0"]
-        let errors = Pipe()
-        relay.standardError = errors
-        relay.standardOutput = FileHandle.nullDevice
-        try relay.run()
-        relay.waitUntilExit()
-        #expect(relay.terminationStatus != 0)
-        #expect(String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).contains("--control-token"))
+        let relay = try await ChildProcess.run(Executables.url("push-relay"), ["--host", "0.0.0.0"])
+        #expect(relay.status != 0)
+        #expect(relay.errors.contains("--control-token"))
     }
 
     /// D15–D17: errors named the other participant; unknown participant and wrong password differed in message and time;

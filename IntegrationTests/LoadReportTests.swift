@@ -44,9 +44,9 @@ extension Integration {
             // The CLI: exit 0 with the notice (it exited 99 with 0 errors before), and a participants file without study_id.
             let file = temporaryDirectory("standin-load").appendingPathComponent("p.json")
             try Data(#"{"participants": [{"patient_id": "a1", "password": "pw"}, {"patient_id": "a2", "password": "pw"}]}"#.utf8).write(to: file)
-            #expect(try LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
+            #expect(try await LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
                                                  "--concurrency", "2", "--duration", "300ms"]) == 0)
-            #expect(try LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
+            #expect(try await LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
                                                  "--concurrency", "2", "--duration", "300ms", "--verify", "on"]) == 99)
         }
     }
@@ -108,7 +108,7 @@ extension Integration {
             try WireJSON.encode(setup).write(to: file)
             func shard(_ spec: String) async throws -> LoadReport {
                 let path = dir.appendingPathComponent("\(spec.replacingOccurrences(of: "/", with: "-")).json").path
-                let status = try LoadToolTests.surveyCLI(["load", "register", "--server", trio.server.url, "--participants-file", file.path,
+                let status = try await LoadToolTests.surveyCLI(["load", "register", "--server", trio.server.url, "--participants-file", file.path,
                                                           "--shard", spec, "--concurrency", "2", "--duration", "1s", "--relay", trio.relay.url,
                                                           "--timeout", "7s", "--report", path])
                 #expect(status == 0)
@@ -139,7 +139,7 @@ extension Integration {
             #expect(merged.run?.mergedFrom == 2)
             // The CLI merges the files the same way.
             let out = dir.appendingPathComponent("merged.json")
-            #expect(try LoadToolTests.surveyCLI(["load", "merge", dir.appendingPathComponent("1-2.json").path,
+            #expect(try await LoadToolTests.surveyCLI(["load", "merge", dir.appendingPathComponent("1-2.json").path,
                                                  dir.appendingPathComponent("2-2.json").path, "--report", out.path,
                                                  "--threshold", "register.p99<10s"]) == 0)
             let written = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: out))

@@ -54,18 +54,18 @@ extension Integration {
 
     @Test func cliExitCodesFollowThresholdsAndReachability() async throws {
         try await Trio.with { trio in
-            func run(_ arguments: [String]) throws -> Int32 { try Self.surveyCLI(["load", "register"] + arguments) }
+            func run(_ arguments: [String]) async throws -> Int32 { try await Self.surveyCLI(["load", "register"] + arguments) }
             let report = temporaryDirectory("load").appendingPathComponent("report.json")
-            #expect(try run(["--server", trio.server.url, "--setup", "10", "--rate", "20", "--duration", "500ms",
+            #expect(try await run(["--server", trio.server.url, "--setup", "10", "--rate", "20", "--duration", "500ms",
                              "--threshold", "errors<1%", "--report", report.path]) == 0)
             let written = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
             #expect(written.schema == LoadReport.schemaVersion)
             #expect(written.thresholds == ["errors<1%": true])
-            #expect(try run(["--server", trio.server.url, "--setup", "10", "--rate", "20", "--duration", "500ms", "--threshold", "p50<1us"]) == 99)
+            #expect(try await run(["--server", trio.server.url, "--setup", "10", "--rate", "20", "--duration", "500ms", "--threshold", "p50<1us"]) == 99)
             let file = temporaryDirectory("load").appendingPathComponent("p.json")
             try WireJSON.encode(LoadSetup.Result(server: "x", studyID: "0", participants: [.init(patientID: "a", password: "b")])).write(to: file)
-            #expect(try run(["--server", "http://127.0.0.1:1", "--participants-file", file.path, "--rate", "5", "--duration", "300ms"]) == 2)
-            #expect(try run(["--server", trio.server.url, "--setup", "1", "--rate", "x"]) == 64)
+            #expect(try await run(["--server", "http://127.0.0.1:1", "--participants-file", file.path, "--rate", "5", "--duration", "300ms"]) == 2)
+            #expect(try await run(["--server", trio.server.url, "--setup", "1", "--rate", "x"]) == 64)
         }
     }
 
@@ -91,33 +91,26 @@ extension Integration {
     }
 
     /// Runs `survey-cli ARGUMENTS` (output discarded) and returns its exit status.
-    static func surveyCLI(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = Executables.url("survey-cli")
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+    static func surveyCLI(_ arguments: [String]) async throws -> Int32 {
+        try await ChildProcess.run(Executables.url("survey-cli"), arguments).status
     }
 
-    static func loadPush(_ arguments: [String]) throws -> Int32 { try surveyCLI(["load", "push"] + arguments) }
+    static func loadPush(_ arguments: [String]) async throws -> Int32 { try await surveyCLI(["load", "push"] + arguments) }
 
     @Test func pushCLIExitCodes() async throws {
         let run = Self.loadPush
-        #expect(try run(["--relay", "http://127.0.0.1:1", "--devices", "2", "--duration", "200ms"]) == 2)
-        #expect(try run(["--relay", "http://127.0.0.1:1", "--platform", "windows"]) == 64)
-        #expect(try run(["--relay", "http://127.0.0.1:1", "--rate", "5", "--ramp", "0:5/s"]) == 64)
+        #expect(try await run(["--relay", "http://127.0.0.1:1", "--devices", "2", "--duration", "200ms"]) == 2)
+        #expect(try await run(["--relay", "http://127.0.0.1:1", "--platform", "windows"]) == 64)
+        #expect(try await run(["--relay", "http://127.0.0.1:1", "--rate", "5", "--ramp", "0:5/s"]) == 64)
         try await Trio.with { trio async throws in
             let report = temporaryDirectory("push-report").appendingPathComponent("report.json")
-            #expect(try run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--grace", "2s",
+            #expect(try await run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--grace", "2s",
                              "--threshold", "errors<1%", "--report", report.path]) == 0)
             // The flags are kept with the run (they were `{}`), so it can be repeated from the report.
             let written = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
             #expect(written.run?.options["devices"] == "3" && written.run?.options["rate"] == "20.0"
                     && written.run?.options["relay"] == trio.relay.url && written.run?.options["threshold"] == "errors<1%")
-            #expect(try run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--threshold", "p50<1us"]) == 99)
+            #expect(try await run(["--relay", trio.relay.url, "--devices", "3", "--rate", "20", "--duration", "500ms", "--threshold", "p50<1us"]) == 99)
         }
     }
 }

@@ -112,36 +112,27 @@ extension Integration {
 
 /// `survey-cli messaging eval` as a user runs it.
 @Suite struct MessagingCLITests {
-    func run(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = Executables.url("survey-cli")
-        process.arguments = ["messaging", "eval"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    func run(_ arguments: [String]) async throws -> (Int32, String) {
+        try await runSurveyCLI(["messaging", "eval"] + arguments)
     }
 
-    @Test func evalPrintsTheChoiceAndEachTrigger() throws {
+    @Test func evalPrintsTheChoiceAndEachTrigger() async throws {
         let dir = temporaryDirectory("eval")
         let recipe = dir.appendingPathComponent("recipe.json"), context = dir.appendingPathComponent("context.json")
         try WireJSON.encode(MessagingFlowTests.mvpRecipe).write(to: recipe)
         try Data(#"{"locale": "en-US", "days_since_install": 3, "days_since_update": 3}"#.utf8).write(to: context)
-        let (status1, once) = try run(["--recipe", recipe.path, "--context", context.path, "--event", "homepage_viewed=1"])
+        let (status1, once) = try await run(["--recipe", recipe.path, "--context", context.path, "--event", "homepage_viewed=1"])
         #expect(status1 == 0)
         #expect(once.contains("would show: nothing"))
         #expect(once.contains("SECOND_HOMEPAGE_VIEW = false"))
-        let (status2, twice) = try run(["--recipe", recipe.path, "--context", context.path, "--event", "homepage_viewed=2", "--json"])
+        let (status2, twice) = try await run(["--recipe", recipe.path, "--context", context.path, "--event", "homepage_viewed=2", "--json"])
         #expect(status2 == 0)
         let object = try WireJSON.decode(JSONValue.self, from: twice)
         #expect(object["selected"] == "ios-homepage-csat-microsurvey-en")
         #expect(object["trace"]?.arrayValue?.first?["triggers"]?.arrayValue?.compactMap { $0["result"]?.stringValue } == ["true", "true", "true"])
         try Data(#"{"messages": {}, "bogus": 1}"#.utf8).write(to: recipe)
-        #expect(try run(["--recipe", recipe.path, "--context", context.path]).0 == 64)
-        #expect(try run(["--recipe", "/nonexistent", "--context", context.path]).0 == 64)
+        #expect(try await run(["--recipe", recipe.path, "--context", context.path]).0 == 64)
+        #expect(try await run(["--recipe", "/nonexistent", "--context", context.path]).0 == 64)
     }
 }
 }

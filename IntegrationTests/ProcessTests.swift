@@ -65,16 +65,9 @@ extension Integration {
     /// PROTOCOL.md §7: every binary answers `--version` with `NAME VERSION`, exit 0; the servers report it too.
     @Test func everyBinaryAnswersVersion() async throws {
         for name in ["mock-server", "push-relay", "survey-cli"] {
-            let process = Process()
-            process.executableURL = Executables.url(name)
-            process.arguments = ["--version"]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0)
-            #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == "\(name) \(TrioVersion.current)")
+            let version = try await ChildProcess.run(Executables.url(name), ["--version"])
+            #expect(version.status == 0)
+            #expect(version.output.trimmingCharacters(in: .whitespacesAndNewlines) == "\(name) \(TrioVersion.current)")
         }
         try await Trio.with { trio in
             #expect(try await trio.admin.info().version == TrioVersion.current)
@@ -133,7 +126,7 @@ extension Integration {
         defer { http.shutdown() }
         #expect(try await http.send(TransportRequest(url: server + "/__admin/health")).status == 200)
         kill(parent.processIdentifier, SIGKILL)
-        parent.waitUntilExit()
+        await ChildProcess.exit(of: parent)
         #expect(try await eventually(.seconds(5)) { !up.isRunning })
         #expect(try await eventually(.seconds(5)) {
             await Self.bothDown(http, server: server, relay: relay)
@@ -181,36 +174,20 @@ extension Integration {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio)
             let dataDir = temporaryDirectory("listen-parent")
-            let register = Process()
-            register.executableURL = Executables.url("survey-cli")
-            register.arguments = ["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url, "--relay", trio.relay.url,
-                                  "--patient-id", setup.credentials.patientID, "--password", setup.credentials.password]
-            register.standardOutput = FileHandle.nullDevice
-            try register.run()
-            register.waitUntilExit()
-            #expect(register.terminationStatus == 0)
+            let register = try await ChildProcess.run(Executables.url("survey-cli"), [
+                "device", "register", "--data-dir", dataDir.path, "--server", trio.server.url, "--relay", trio.relay.url,
+                "--patient-id", setup.credentials.patientID, "--password", setup.credentials.password])
+            #expect(register.status == 0)
             let parent = Process()
             parent.executableURL = URL(fileURLWithPath: "/bin/sleep")
             parent.arguments = ["300"]
             try parent.run()
-            let listen = Process()
-            listen.executableURL = Executables.url("survey-cli")
-            listen.arguments = ["device", "listen", "--data-dir", dataDir.path, "--parent-pid", String(parent.processIdentifier)]
-            let output = Pipe()
-            listen.standardOutput = output
-            try listen.run()
-            // Wait for {"event":"listening"}.
-            var text = ""
-            while !text.contains("listening") {
-                let chunk = output.fileHandleForReading.availableData
-                if chunk.isEmpty { break }
-                text += String(decoding: chunk, as: UTF8.self)
-            }
-            #expect(text.contains("listening"))
+            let listen = try CrashTests.Listener(dataDir: dataDir, extra: ["--parent-pid", String(parent.processIdentifier)])
+            try await listen.waitFor("listening")
             kill(parent.processIdentifier, SIGKILL)
-            parent.waitUntilExit()
-            #expect(try await eventually(.seconds(5)) { !listen.isRunning })
-            if listen.isRunning { listen.terminate() }
+            await ChildProcess.exit(of: parent)
+            #expect(try await eventually(.seconds(5)) { !listen.process.isRunning })
+            if listen.process.isRunning { listen.process.terminate() }
         }
     }
 

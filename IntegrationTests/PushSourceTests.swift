@@ -76,16 +76,16 @@ extension Integration {
             let setup = try await StudySetup.make(trio, scheduling: "device")
             let dataDir = temporaryDirectory("cli-no-relay")
             let run = runSurveyCLI
-            let (registered, _) = try run(["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url,
+            let (registered, _) = try await run(["device", "register", "--data-dir", dataDir.path, "--server", trio.server.url,
                                            "--patient-id", setup.credentials.patientID, "--password", setup.credentials.password,
                                            "--timezone", "America/Chicago"])
             #expect(registered == 0)
-            let (status, text) = try run(["device", "status", "--data-dir", dataDir.path])
+            let (status, text) = try await run(["device", "status", "--data-dir", dataDir.path])
             #expect(status == 0)
             let object = try JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8))
             #expect(object["registered"] == true && object["scheduling"] == "device")
             // Too long an os_version is refused before anything is sent.
-            let (refused, _) = try run(["device", "register", "--data-dir", temporaryDirectory("cli-os").path, "--server", trio.server.url,
+            let (refused, _) = try await run(["device", "register", "--data-dir", temporaryDirectory("cli-os").path, "--server", trio.server.url,
                                         "--patient-id", setup.credentials.patientID, "--password", setup.credentials.password,
                                         "--os-version", "Debian GNU/Linux 12 (bookworm)"])
             #expect(refused != 0)

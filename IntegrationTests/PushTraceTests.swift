@@ -35,7 +35,7 @@ extension Integration {
             let byPush = try await PushTrace.make(server: trio.server.url, relay: trio.relay.url, participant: nil, push: trace.push,
                                                   deviceDirectory: nil, http: trio.http)
             #expect(byPush.steps.map(\.step) == trace.steps.map(\.step))
-            let (status, output) = try runSurveyCLI(["trace", "--server", trio.server.url, "--relay", trio.relay.url, "--push", trace.push, "--json"])
+            let (status, output) = try await runSurveyCLI(["trace", "--server", trio.server.url, "--relay", trio.relay.url, "--push", trace.push, "--json"])
             #expect(status == 0)
             let decoded = try WireJSON.decode(PushTrace.self, from: Data(output.utf8))
             #expect(decoded.steps.map(\.step) == trace.steps.map(\.step) && decoded.stoppedAt == nil)
@@ -120,7 +120,7 @@ extension Integration {
             await device.close()
             #expect(trace.stoppedAt?.hasPrefix("dropped at the relay") == true, "\(trace.text())")
             #expect(!trace.steps.contains { $0.step == "delivered" })
-            let (status, text) = try runSurveyCLI(["trace", "--server", trio.server.url, "--relay", trio.relay.url, "--participant", setup.credentials.patientID])
+            let (status, text) = try await runSurveyCLI(["trace", "--server", trio.server.url, "--relay", trio.relay.url, "--participant", setup.credentials.patientID])
             #expect(status == 1 && text.contains("stopped at: dropped at the relay"))
         }
     }

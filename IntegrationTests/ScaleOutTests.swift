@@ -25,7 +25,7 @@ struct ScaleOutTests {
         var control: RelayControlClient { RelayControlClient(baseURL: relay.url, http: http) }
 
         init(instances: Int) async throws {
-            let database = try TestPostgres.createDatabase(prefix: "scaleout")
+            let database = try await TestPostgres.createDatabase(prefix: "scaleout")
             let logs = temporaryDirectory("scaleout")
             let parent = String(getpid())
             relay = try await ServerProcess.launch(executable: try Executables.locate("push-relay"), arguments: ["--port", "0", "--parent-pid", parent],

@@ -86,16 +86,9 @@ func eventually(_ timeout: Duration = .seconds(5), _ condition: () async throws 
     return try await condition()
 }
 
-/// Runs `survey-cli ARGUMENTS` and returns its exit status and stdout (stderr discarded).
-func runSurveyCLI(_ arguments: [String]) throws -> (Int32, String) {
-    let process = Process()
-    process.executableURL = Executables.url("survey-cli")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+/// Runs `survey-cli ARGUMENTS` and returns its exit status and stdout (stderr discarded), without holding a thread of
+/// the cooperative pool while it runs (`ChildProcess`).
+func runSurveyCLI(_ arguments: [String]) async throws -> (Int32, String) {
+    let result = try await ChildProcess.run(Executables.url("survey-cli"), arguments)
+    return (result.status, result.output)
 }

@@ -100,7 +100,7 @@ public final class ServerProcess: Sendable {
         }
         if process.process.isRunning {
             kill(pid, SIGKILL)
-            process.process.waitUntilExit()
+            await ChildProcess.exit(of: process.process)
         }
         let elapsed = ContinuousClock.now - started
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18

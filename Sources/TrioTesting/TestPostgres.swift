@@ -22,23 +22,17 @@ public enum TestPostgres {
         ProcessInfo.processInfo.environment["TRIO_TEST_STORE"] == "postgres"
     }
 
-    /// Creates a new, empty database on the `TRIO_TEST_POSTGRES` server (with `psql`) and returns its URL.
-    public static func createDatabase(prefix: String = "trio") throws -> String {
+    /// Creates a new, empty database on the `TRIO_TEST_POSTGRES` server (with `psql`, run by ``ChildProcess``, so no
+    /// thread of Swift's pool waits for it) and returns its URL.
+    public static func createDatabase(prefix: String = "trio") async throws -> String {
         guard let server = serverURL else {
             throw Failure(description: "TRIO_TEST_POSTGRES is not set: run `eval \"$(scripts/postgres start)\"` first (scripts/test does)")
         }
         let name = "\(prefix)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", server, "-c", "CREATE DATABASE \(name)"]
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(description: "psql could not create a database on \(server): \(message.trimmingCharacters(in: .whitespacesAndNewlines))")
+        let psql = try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                              ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", server, "-c", "CREATE DATABASE \(name)"])
+        guard psql.status == 0 else {
+            throw Failure(description: "psql could not create a database on \(server): \(psql.errors.trimmingCharacters(in: .whitespacesAndNewlines))")
         }
         return databaseURL(server, name: name)
     }

@@ -69,7 +69,7 @@ public final class Trio: Sendable {
         let logs = options.logDirectory ?? FileManager.default.temporaryDirectory.appendingPathComponent("trio-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         let parent = String(getpid())
-        let database = options.database == ":memory:" && TestPostgres.isDefaultStore ? try TestPostgres.createDatabase() : options.database
+        let database = options.database == ":memory:" && TestPostgres.isDefaultStore ? try await TestPostgres.createDatabase() : options.database
         var relays: [ServerProcess] = []
         let server: ServerProcess
         do {

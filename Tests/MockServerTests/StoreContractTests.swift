@@ -21,7 +21,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     func open() async throws -> any Store {
         switch self {
         case .sqlite: try SQLiteStore(.memory)
-        case .postgres: try await StoreOpener.open(try StoreLocation(argument: TestPostgres.createDatabase(prefix: "contract")),
+        case .postgres: try await StoreOpener.open(try StoreLocation(argument: await TestPostgres.createDatabase(prefix: "contract")),
                                                    metrics: nil, logger: Logger(label: "store-test"))
         }
     }
