@@ -210,9 +210,10 @@ final class MemoryStudy: HTTPTransport {
     /// Messages sent to `token` and not acked.
     func unacked(_ token: String) -> [String] { state.withLock { ($0.backlog[token] ?? []).map(\.id) } }
 
-    /// How long a wait for a condition may take. Generous: `swift test` runs these suites in the same process as the
-    /// integration suite, whose blocking waits for child processes can hold both of a two-core machine's cooperative
-    /// threads for seconds (a 5 s wait failed in a CI-like run). A condition that holds ends the wait at once.
+    /// How long a wait for a condition may take. Generous: `swift test` runs these suites in one process with every other
+    /// suite, and a CPU-heavy synchronous test can hold both of a two-core machine's cooperative threads for seconds (a
+    /// 5 s wait failed in a CI-like run behind a 9 s property test, since made fast). A condition that holds ends the
+    /// wait at once.
     static let patience: Duration = .seconds(30)
 
     /// Waits (up to `timeout`) until `condition` holds; false when it did not.
