@@ -46,6 +46,8 @@ import Transport
         typealias OutboundOut = HTTPServerResponsePart
         var head: HTTPRequestHead?
         var body: [UInt8] = []
+        /// Set by `/arm-drop`: the next request on this connection is answered by closing it.
+        var dropNext = false
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
@@ -57,6 +59,10 @@ import Transport
             case .end:
                 guard let head else { return }
                 let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+                if dropNext || path == "/drop" {
+                    context.close(promise: nil)
+                    return
+                }
                 switch path {
                 case "/silent":
                     break
@@ -71,6 +77,7 @@ import Transport
                 default:
                     let text: String
                     var headers: HTTPHeaders = [:]
+                    if path == "/arm-drop" { dropNext = true }
                     switch path {
                     case "/echo": text = "\(head.method.rawValue) \(head.headers["Host"].first ?? "-") " + String(decoding: body, as: UTF8.self)
                     case "/close":
@@ -126,6 +133,28 @@ import Transport
         let next = try await http.send(TransportRequest(url: server.url + "/hello"))
         #expect(next.text == "hello" && !next.connectionReused)
         #expect(server.accepted == 2)
+        await http.shutdown()
+        try await server.stop()
+    }
+
+    @Test func aRequestOnAKeptConnectionTheServerDroppedIsSentAgainOnANewOne() async throws {
+        let server = try await Server()
+        let http = client(max: 1)
+        #expect(try await http.send(TransportRequest(url: server.url + "/arm-drop")).text == "hello")
+        // The kept connection is closed by the server as this request arrives: sent again, on a new connection.
+        let again = try await http.send(TransportRequest(url: server.url + "/hello"))
+        #expect(again.text == "hello" && !again.connectionReused)
+        #expect(server.accepted == 2)
+        // On a new connection a closed one is an error, not sent again: nothing says the server did not act on it.
+        let fresh = client(max: 1)
+        do {
+            _ = try await fresh.send(TransportRequest(url: server.url + "/drop"))
+            Issue.record("a dropped request answered")
+        } catch {
+            #expect(error.code == "connection_closed")
+        }
+        #expect(server.accepted == 3)
+        await fresh.shutdown()
         await http.shutdown()
         try await server.stop()
     }

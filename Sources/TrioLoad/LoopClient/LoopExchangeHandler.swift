@@ -16,6 +16,9 @@ final class LoopExchangeHandler: ChannelInboundHandler {
         var head: HTTPResponseHead?
         var body: ByteBuffer?
         var timeout: Scheduled<Void>?
+        /// For a request on a reused connection: sends it again on another connection if this one closes before any of
+        /// the answer arrived (the server closed it while idle, as the request went out), as libcurl does.
+        var resend: (() -> Void)?
     }
 
     /// An event stream: the head answers `head`, the body's chunks go to `chunks` as they arrive.
@@ -144,6 +147,11 @@ final class LoopExchangeHandler: ChannelInboundHandler {
         switch state {
         case .buffered(let exchange):
             exchange.timeout?.cancel()
+            if exchange.head == nil, let resend = exchange.resend {
+                state = .closed
+                resend()
+                return
+            }
             exchange.promise.fail(error)
         case .streaming(let exchange):
             exchange.head?.fail(error)

@@ -11,6 +11,8 @@ final class LoopPool {
         var path: String
         var promise: EventLoopPromise<TransportResponse>
         var timeout: TimeAmount
+        /// Already sent once on a reused connection that closed before answering.
+        var resent = false
     }
 
     let loop: any EventLoop
@@ -58,8 +60,13 @@ final class LoopPool {
         handler.onClosed = { self.closed(target, handler: handler) }
         let bound = NIOLoopBound(handler, eventLoop: loop)
         let timeout = loop.scheduleTask(in: pending.timeout) { bound.value.timedOut() }
-        handler.send(pending.request, path: pending.path, target: target,
-                     exchange: .init(promise: pending.promise, reused: reused, timeout: timeout))
+        var exchange = LoopExchangeHandler.Buffered(promise: pending.promise, reused: reused, timeout: timeout)
+        if reused, !pending.resent {
+            var again = pending
+            again.resent = true
+            exchange.resend = { self.execute(again, target: target) }
+        }
+        handler.send(pending.request, path: pending.path, target: target, exchange: exchange)
     }
 
     private func released(_ handler: LoopExchangeHandler, target: LoopTarget, keepAlive: Bool) {
