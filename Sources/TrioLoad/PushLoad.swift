@@ -1,4 +1,5 @@
 import Foundation
+import ServerSupport
 import Synchronization
 import SurveyWire
 import Transport
@@ -62,42 +63,43 @@ public struct PushLoadOptions: Sendable {
     }
 }
 
-/// `survey-cli load push`: simulated devices hold event streams to the relay (one process, one libcurl multi handle)
-/// while pushes go to the provider API on a schedule; reports delivery latency from each push's intended send time
-/// to its receipt on the device, provider errors, duplicates, and losses (sent, accepted, never received).
+/// `survey-cli load push`: simulated devices hold event streams to the relay (one process) while pushes go to the
+/// provider API on a schedule; reports delivery latency from each push's intended send time to its receipt on the
+/// device, provider errors, duplicates, and losses (sent, accepted, never received).
 public enum PushLoad {
-    /// One connected simulated device.
-    struct Device: Sendable {
-        var token: String
-    }
-
     /// Connects the devices, sends pushes on the rate schedule, waits for deliveries, and reports; `progress` gets a line a second.
-    public static func run(_ requested: PushLoadOptions, http given: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
-        var setup = requested
-        guard setup.platform == "android" || setup.platform == "ios" else {
+    public static func run(_ options: PushLoadOptions, http given: TransportClient, progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+        guard options.platform == "android" || options.platform == "ios" else {
             throw LoadUsageError(flag: "--platform", message: "must be android or ios")
         }
-        let cpuBefore = ProcessCPU.seconds()
-        let wallStart = Date()
-        // Sends and acks on their own client with a bounded connection pool (extra requests queue in libcurl), so a
-        // slow relay cannot make the tool open a connection per request in flight and run either side out of files.
-        // `streams` carries only the long-lived device streams.
+        // Sends and acks with a bounded connection pool (extra requests queue), so a slow relay cannot make the tool
+        // open a connection per request in flight and run either side out of files: libcurl's, and the loops' when
+        // chosen (https still goes through libcurl).
         let curl = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5), maxConnectionsPerHost: 256))
         defer { curl.shutdown() }
-        let loops = setup.client.make(maxConnectionsPerHost: 256, timeout: .seconds(30), fallback: curl)
-        let http: any HTTPTransport = loops ?? curl
+        let loops = options.client.make(maxConnectionsPerHost: 256, timeout: .seconds(30), fallback: curl)
         // Streams hold their connections for good: on the loops (outside their limit) for a plain-HTTP relay, else on
         // the caller's client.
-        let streams: any HTTPTransport = loops.flatMap { client in setup.relays.allSatisfy { LoopTarget.parse($0) != nil } ? client : nil } ?? given
-        // Tokens.
-        progress("creating \(setup.devices) \(setup.platform) devices on \(setup.relays.joined(separator: ", "))")
-        let created: [(token: String, relay: String)]
+        let streams: any HTTPTransport = loops.flatMap { client in options.relays.allSatisfy { LoopTarget.parse($0) != nil } ? client : nil } ?? given
         do {
-            created = try await createDevices(setup, http: http)
+            let report = try await measure(options, http: loops ?? curl, streams: streams, executors: loops?.executors ?? [], progress: progress)
+            await loops?.shutdown()
+            return report
         } catch {
             await loops?.shutdown()
             throw error
         }
+    }
+
+    /// The run itself, on clients its caller owns: devices created and listening (on `executors`, when given, in turn),
+    /// then the engine, and the listeners ended before it returns.
+    static func measure(_ requested: PushLoadOptions, http: any HTTPTransport, streams: any HTTPTransport, executors: [EventLoopTaskExecutor],
+                        progress: @escaping @Sendable (String) -> Void) async throws -> LoadReport {
+        let cpuBefore = ProcessCPU.seconds()
+        let wallStart = Date()
+        var setup = requested
+        progress("creating \(setup.devices) \(setup.platform) devices on \(setup.relays.joined(separator: ", "))")
+        let created = try await createDevices(setup, http: http)
         let tokens = created.map(\.token)
         for (token, relay) in created {
             if let node = RelayNode.node(of: token) { setup.nodes[node] = relay }
@@ -106,48 +108,32 @@ public enum PushLoad {
             progress("warning: the relays do not all have different node ids (push-relay --node-id); pushes go to the first relay")
         }
         let options = setup
-        // Streams: every device listens until the run ends.
         let links = PushLinks()
-        let executors = loops?.executors ?? []
-        let listeners = Task { () -> Void in
-            await withDiscardingTaskGroup { group in
-                for (index, token) in tokens.enumerated() {
-                    let local = options.sourceAddresses.isEmpty ? nil : options.sourceAddresses[index % options.sourceAddresses.count]
-                    group.addTask(executorPreference: executors.isEmpty ? nil : executors[index % executors.count]) {
-                        await listen(token: token, localAddress: local, options: options, streams: streams, http: http, links: links)
-                    }
+        return try await withThrowingDiscardingTaskGroup { group in
+            // Streams: every device listens until the run ends (the group's end cancels them and waits for them).
+            for (index, token) in tokens.enumerated() {
+                let local = options.sourceAddresses.isEmpty ? nil : options.sourceAddresses[index % options.sourceAddresses.count]
+                group.addTask(executorPreference: executors.isEmpty ? nil : executors[index % executors.count]) {
+                    await listen(token: token, localAddress: local, options: options, streams: streams, http: http, links: links)
                 }
             }
+            defer { group.cancelAll() }
+            let connected = try await waitForConnections(tokens.count, links: links, progress: progress)
+            progress("\(connected) of \(tokens.count) devices connected")
+            var engine = LoadEngine(model: .open(options.rate, maxInFlight: options.maxInFlight), warmup: options.warmup,
+                                    duration: options.duration, grace: options.grace)
+            engine.loops = executors
+            let outcome = await engine.run(PushPlugin(options: options, tokens: tokens, http: http, links: links), progress: progress)
+            let s = outcome.state
+            var report = outcome.report(
+                scenario: "push(\(options.platform), \(tokens.count) devices)", target: options.relays.joined(separator: ","),
+                correct: outcome.lost == 0 && s.duplicates == 0,
+                correctness: "\(s.succeeded) delivered, \(outcome.lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
+                    + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected")
+            report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
+                               participants: nil, timeout: nil, cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.begun)
+            return report
         }
-        defer { listeners.cancel() }
-        let connected: Int
-        do {
-            connected = try await waitForConnections(tokens.count, links: links, progress: progress)
-        } catch {
-            listeners.cancel()
-            await listeners.value
-            await loops?.shutdown()
-            throw error
-        }
-        progress("\(connected) of \(tokens.count) devices connected")
-
-        let plugin = PushPlugin(options: options, tokens: tokens, http: http, links: links)
-        var engine = LoadEngine(model: .open(options.rate, maxInFlight: options.maxInFlight), warmup: options.warmup,
-                                duration: options.duration, grace: options.grace)
-        engine.loops = executors
-        let outcome = await engine.run(plugin, progress: progress)
-        listeners.cancel()
-        await listeners.value
-        await loops?.shutdown()
-        let s = outcome.state
-        var report = outcome.report(
-            scenario: "push(\(options.platform), \(tokens.count) devices)", target: options.relays.joined(separator: ","),
-            correct: outcome.lost == 0 && s.duplicates == 0,
-            correctness: "\(s.succeeded) delivered, \(outcome.lost) lost (accepted by the relay, not received within \(options.grace) after the last send), "
-                + "\(s.duplicates) duplicates, \(connected) of \(tokens.count) devices connected")
-        report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
-                           participants: nil, timeout: nil, cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: s.begun)
-        return report
     }
 
     /// `POST /v1/devices` for every device, a bounded number at a time, spread over the relays in turn; each token

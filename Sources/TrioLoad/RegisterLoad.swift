@@ -7,13 +7,8 @@ import Transport
 
 /// How a registration load run is driven.
 public struct RegisterLoadOptions: Sendable {
-    /// How iterations are started.
-    public enum Model: Sendable {
-        /// Starts arrive on a schedule whatever the server does (latency counted from the intended start).
-        case open(RateSchedule, maxInFlight: Int)
-        /// A fixed number of virtual devices, each starting its next iteration when the last ended.
-        case closed(concurrency: Int)
-    }
+    /// How iterations are started (the engine's models, as `load push` uses them too).
+    public typealias Model = LoadModel
 
     /// The correctness pass: `auto` makes it only where `GET /__admin/health` answers 200 (the trio's server).
     public enum Verify: String, Sendable, CaseIterable { case auto, on, off }
@@ -184,14 +179,9 @@ public enum RegisterLoad {
         guard !options.servers.isEmpty else { throw LoadUsageError(flag: "--server", message: "give at least one server") }
         let cpuBefore = ProcessCPU.seconds()
         let wallStart = Date()
-        let model: LoadEngine.Model
-        switch options.model {
-        case .open(let schedule, let maxInFlight): model = .open(schedule, maxInFlight: maxInFlight)
-        case .closed(let concurrency): model = .closed(concurrency: concurrency)
-        }
         let loops = options.client.make(maxConnectionsPerHost: max(64, options.maxConcurrent), timeout: options.timeout, fallback: http)
         let plugin = RegisterPlugin(options: options, http: loops ?? http)
-        var engine = LoadEngine(model: model, warmup: options.warmup, duration: options.duration)
+        var engine = LoadEngine(model: options.model, warmup: options.warmup, duration: options.duration)
         engine.loops = loops?.executors ?? []
         let outcome = await engine.run(plugin, progress: progress)
         await loops?.shutdown()

@@ -89,7 +89,8 @@ import Transport
                     context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
                     context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: text)))), promise: nil)
                     let close = path == "/close"
-                    context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if close { context.close(promise: nil) } }
+                    let channel = context.channel
+                    context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in if close { channel.close(promise: nil) } }
                 }
             }
         }
@@ -100,77 +101,79 @@ import Transport
                        fallback: TransportClient())
     }
 
-    @Test func answersAndReusesItsConnection() async throws {
+    /// Runs `body` with a server and a client of `max` connections, and stops both after it.
+    func with(max: Int = 8, timeout: Duration = .seconds(30), _ body: (Server, LoopHTTPClient) async throws -> Void) async throws {
         let server = try await Server()
-        let http = client()
-        let first = try await http.send(TransportRequest(url: server.url + "/hello"))
-        let second = try await http.send(TransportRequest(method: "POST", url: server.url + "/echo?x=1", body: Array("ping".utf8)))
-        #expect(first.status == 200 && first.text == "hello" && !first.connectionReused)
-        #expect(second.text == "POST 127.0.0.1:\(server.port) ping" && second.connectionReused)
-        #expect(server.accepted == 1)
+        let http = client(max: max, timeout: timeout)
+        do { try await body(server, http) } catch { Issue.record(error) }
         await http.shutdown()
         try await server.stop()
+    }
+
+    /// The error code `url` fails with; nil (recorded as an issue) when it answers.
+    func failure(_ http: LoopHTTPClient, _ url: String) async -> String? {
+        do {
+            _ = try await http.send(TransportRequest(url: url))
+            Issue.record("\(url) answered")
+            return nil
+        } catch {
+            return error.code
+        }
+    }
+
+    @Test func answersAndReusesItsConnection() async throws {
+        try await with { server, http in
+            let first = try await http.send(TransportRequest(url: server.url + "/hello"))
+            let second = try await http.send(TransportRequest(method: "POST", url: server.url + "/echo?x=1", body: Array("ping".utf8)))
+            #expect(first.status == 200 && first.text == "hello" && !first.connectionReused)
+            #expect(second.text == "POST 127.0.0.1:\(server.port) ping" && second.connectionReused)
+            #expect(server.accepted == 1)
+        }
     }
 
     @Test func requestsBeyondTheLimitWaitForAConnection() async throws {
-        let server = try await Server()
-        let http = client(max: 2)
-        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
-            for _ in 0..<20 { group.addTask { try await http.send(TransportRequest(url: server.url + "/hello")).status } }
-            return try await group.reduce(into: []) { $0.append($1) }
+        try await with(max: 2) { server, http in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 { group.addTask { try await http.send(TransportRequest(url: server.url + "/hello")).status } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses == Array(repeating: 200, count: 20))
+            #expect(server.accepted <= 2)
         }
-        #expect(statuses == Array(repeating: 200, count: 20))
-        #expect(server.accepted <= 2)
-        await http.shutdown()
-        try await server.stop()
     }
 
     @Test func aConnectionTheServerClosesIsNotReused() async throws {
-        let server = try await Server()
-        let http = client(max: 1)
-        #expect(try await http.send(TransportRequest(url: server.url + "/close")).text == "bye")
-        // The only connection allowed was closed: the next request gets a new one rather than waiting for ever.
-        let next = try await http.send(TransportRequest(url: server.url + "/hello"))
-        #expect(next.text == "hello" && !next.connectionReused)
-        #expect(server.accepted == 2)
-        await http.shutdown()
-        try await server.stop()
+        try await with(max: 1) { server, http in
+            #expect(try await http.send(TransportRequest(url: server.url + "/close")).text == "bye")
+            // The only connection allowed was closed: the next request gets a new one rather than waiting for ever.
+            let next = try await http.send(TransportRequest(url: server.url + "/hello"))
+            #expect(next.text == "hello" && !next.connectionReused)
+            #expect(server.accepted == 2)
+        }
     }
 
     @Test func aRequestOnAKeptConnectionTheServerDroppedIsSentAgainOnANewOne() async throws {
-        let server = try await Server()
-        let http = client(max: 1)
-        #expect(try await http.send(TransportRequest(url: server.url + "/arm-drop")).text == "hello")
-        // The kept connection is closed by the server as this request arrives: sent again, on a new connection.
-        let again = try await http.send(TransportRequest(url: server.url + "/hello"))
-        #expect(again.text == "hello" && !again.connectionReused)
-        #expect(server.accepted == 2)
-        // On a new connection a closed one is an error, not sent again: nothing says the server did not act on it.
-        let fresh = client(max: 1)
-        do {
-            _ = try await fresh.send(TransportRequest(url: server.url + "/drop"))
-            Issue.record("a dropped request answered")
-        } catch {
-            #expect(error.code == "connection_closed")
+        try await with(max: 1) { server, http in
+            #expect(try await http.send(TransportRequest(url: server.url + "/arm-drop")).text == "hello")
+            // The kept connection is closed by the server as this request arrives: sent again, on a new connection.
+            let again = try await http.send(TransportRequest(url: server.url + "/hello"))
+            #expect(again.text == "hello" && !again.connectionReused)
+            #expect(server.accepted == 2)
+            // On a new connection a closed one is an error, not sent again: nothing says the server did not act on it.
+            let fresh = client(max: 1)
+            #expect(await failure(fresh, server.url + "/drop") == "connection_closed")
+            #expect(server.accepted == 3)
+            await fresh.shutdown()
         }
-        #expect(server.accepted == 3)
-        await fresh.shutdown()
-        await http.shutdown()
-        try await server.stop()
     }
 
     @Test func aSilentServerTimesOutAndFreesTheConnection() async throws {
-        let server = try await Server()
-        let http = client(max: 1, timeout: .milliseconds(200))
-        await #expect(throws: TransportError.self) { _ = try await http.send(TransportRequest(url: server.url + "/silent")) }
-        do {
-            _ = try await http.send(TransportRequest(url: server.url + "/silent"))
-        } catch {
-            #expect(error.code == "timeout")
+        try await with(max: 1, timeout: .milliseconds(200)) { server, http in
+            #expect(await failure(http, server.url + "/silent") == "timeout")
+            #expect(await failure(http, server.url + "/silent") == "timeout")
+            let hello = try await http.send(TransportRequest(url: server.url + "/hello"))
+            #expect(hello.text == "hello")
         }
-        #expect(try await http.send(TransportRequest(url: server.url + "/hello")).text == "hello")
-        await http.shutdown()
-        try await server.stop()
     }
 
     @Test func aRefusedConnectionIsConnectFailed() async throws {
@@ -178,27 +181,20 @@ import Transport
         let url = server.url
         try await server.stop()
         let http = client()
-        do {
-            _ = try await http.send(TransportRequest(url: url + "/hello"))
-            Issue.record("a closed port answered")
-        } catch {
-            #expect(error.code == "connect_failed")
-        }
+        #expect(await failure(http, url + "/hello") == "connect_failed")
         await http.shutdown()
     }
 
     @Test func eventStreamsArriveAsParsedEvents() async throws {
-        let server = try await Server()
-        let http = client()
-        let stream = try await http.eventStream(TransportRequest(url: server.url + "/stream"))
-        #expect(stream.status == 200)
-        var ids: [String] = []
-        for try await item in stream.items {
-            if case .event(let event) = item, event.event == "push", let id = event.id { ids.append(id) }
+        try await with { server, http in
+            let stream = try await http.eventStream(TransportRequest(url: server.url + "/stream"))
+            #expect(stream.status == 200)
+            var ids: [String] = []
+            for try await item in stream.items {
+                if case .event(let event) = item, event.event == "push", let id = event.id { ids.append(id) }
+            }
+            #expect(ids == ["1", "2", "3"])
         }
-        #expect(ids == ["1", "2", "3"])
-        await http.shutdown()
-        try await server.stop()
     }
 
     @Test func plainHTTPURLsAreTheLoopsAndOthersAreNot() {

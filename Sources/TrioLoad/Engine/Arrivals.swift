@@ -17,6 +17,8 @@ struct Arrivals: Sendable, Equatable {
     /// Seconds of warm-up and window together: no start is due at or after it (or within a nanosecond of it, so that
     /// the sums of steps like 0.01 do not add or lose a start by rounding).
     let total: Double
+    /// `total`, less a nanosecond.
+    private var end: Double { total - 1e-9 }
     private(set) var offset = 0.0
     private(set) var index = 0
     /// Starts still owed before the next is due: 1 after a start, 0 before the first (which goes out at the first
@@ -32,7 +34,7 @@ struct Arrivals: Sendable, Equatable {
     /// last one, reaches one start: at a steady rate R that is 1/R later, and a ramp from zero starts slowly instead of
     /// waiting 1/R at its first tiny rate (which left a `0:0/s,60s:1000/s` ramp idle for its first seconds).
     mutating func next() -> Arrival? {
-        while offset < total - 1e-9 {
+        while offset < end {
             let rate = schedule.rate(at: offset)
             guard rate > 0 else {
                 offset += Self.step
@@ -44,7 +46,7 @@ struct Arrivals: Sendable, Equatable {
                 continue
             }
             offset += owed / rate
-            guard offset < total - 1e-9 else { return nil }
+            guard offset < end else { return nil }
             owed = 1
             defer { index += 1 }
             return Arrival(index: index, offset: offset)

@@ -7,21 +7,7 @@ import ServerSupport
 /// a progress line a second, waits out a grace for completions reported elsewhere, and on cancellation ends with what
 /// it has. What an iteration does is the plug-in's.
 struct LoadEngine: Sendable {
-    enum Model: Sendable {
-        /// Starts due on `schedule` whatever the target does; a start due while `maxInFlight` run is dropped.
-        case open(RateSchedule, maxInFlight: Int)
-        /// `concurrency` virtual devices, each starting its next iteration when its last ended.
-        case closed(concurrency: Int)
-
-        var name: String {
-            switch self {
-            case .open: "open"
-            case .closed: "closed"
-            }
-        }
-    }
-
-    var model: Model
+    var model: LoadModel
     var warmup: Duration
     var duration: Duration
     /// After the last start, how long iterations awaiting completion may still complete before they count as lost.
@@ -126,6 +112,23 @@ struct LoadEngine: Sendable {
                             elapsed, phase, p.ok, p.ok - last.ok, p.failed, p.failed - last.failed, p.outstanding,
                             LoadReport.ms(p.interval.valueAtPercentile(50)), LoadReport.ms(p.interval.valueAtPercentile(99))))
             last = (p.ok, p.failed)
+        }
+    }
+}
+
+/// How a load run's iterations are started.
+public enum LoadModel: Sendable {
+    /// Starts due on a schedule whatever the target does (latency counted from the intended start); a start due while
+    /// `maxInFlight` iterations run is dropped and counted.
+    case open(RateSchedule, maxInFlight: Int)
+    /// A fixed number of virtual devices, each starting its next iteration when its last ended.
+    case closed(concurrency: Int)
+
+    /// `open` or `closed`, as the report names it.
+    var name: String {
+        switch self {
+        case .open: "open"
+        case .closed: "closed"
         }
     }
 }
