@@ -20,12 +20,12 @@ extension SurveyClient {
     }
 
     /// True between ``start()`` or ``resume()`` and ``pause()`` or ``stop()``.
-    public var isActive: Bool { sessionActive }
+    public var isActive: Bool { session.isActive }
 
     /// First thing at start, before anything new is recorded: the app's upload choice, a `dirty_startup` baseline
     /// ping when the last run did not end cleanly, and an `events` ping (`startup`) with the events it left.
     func closePreviousRun() {
-        guard !sessionActive else { return }
+        guard !session.isActive else { return }
         applyUploadChoiceAtStart()
         guard isUploadEnabled else { return }
         if state.dirty == true {
@@ -39,14 +39,11 @@ extension SurveyClient {
     }
 
     func beginSession(startup: Bool) async {
-        guard !sessionActive else { return }
+        guard case .open(let number, _) = session.event(.began(startup: startup, id: UUID().uuidString.lowercased(), at: now())) else { return }
         if startup {
             state.launches = (state.launches ?? 0) + 1
             if state.mmaDeviceID == nil { state.mmaDeviceID = UUID().uuidString.lowercased() }
         }
-        sessionActive = true
-        sessionStarted = now()
-        sessionID = UUID().uuidString.lowercased()
         state.dirty = true
         try? save()
         if isUploadEnabled { _ = try? makePing("baseline", reason: "active") }
@@ -63,24 +60,21 @@ extension SurveyClient {
         } else {
             recordMMA("resumeSession", [:])
         }
-        startSessionHeartbeat()
+        startSessionHeartbeat(session: number)
         try? await uploadPings()
         if !pendingPings().isEmpty { scheduleUploadRetry() }
     }
 
     func endSession() async {
-        guard sessionActive else { return }
+        guard case .close(let seconds) = session.event(.ended(at: now())) else { return }
         recordMMA("pauseSession", [:])
         sessionHeartbeatTask?.cancel()
         sessionHeartbeatTask = nil
         if isUploadEnabled {
-            let seconds = max(0, Int(now().timeIntervalSince(sessionStarted ?? now())))
             let metrics: JSONValue = ["timespan": ["glean.baseline.duration": ["time_unit": "second", "value": .number(Double(seconds))]]]
             _ = try? makePing("baseline", reason: "inactive", metrics: metrics)
             _ = try? makeEventsPing(reason: "inactive")
         }
-        sessionActive = false
-        sessionStarted = nil
         state.dirty = false
         try? save()
         try? await uploadPings()
@@ -93,12 +87,21 @@ extension SurveyClient {
         try? await uploadPings()
     }
 
-    func startSessionHeartbeat() {
-        guard sessionHeartbeatTask == nil, let interval = configuration.telemetry.sessionHeartbeat else { return }
+    /// The MMA heartbeat of session `number`, every ``TelemetryConfiguration/sessionHeartbeat``; its ticks after that
+    /// session ended record nothing and end the loop (``SessionMachine``).
+    func startSessionHeartbeat(session number: Int) {
+        guard let interval = configuration.telemetry.sessionHeartbeat else { return }
+        sessionHeartbeatTask?.cancel()
         sessionHeartbeatTask = background.periodic(on: self, firstWait: interval) { client in
-            await client.recordMMA("heartbeat", [:])
-            return interval
+            await client.sessionHeartbeatDue(session: number) ? interval : nil
         }
+    }
+
+    /// A tick of session `number`'s heartbeat loop: records MMA `heartbeat` while that session is open; false ends the loop.
+    func sessionHeartbeatDue(session number: Int) -> Bool {
+        guard session.event(.heartbeatDue(session: number)) == .heartbeat else { return false }
+        recordMMA("heartbeat", [:])
+        return true
     }
 
     // MARK: MMA analytics

@@ -302,7 +302,7 @@ extension SurveyClient {
             state.uploadEnabled = true
             state.clientID = UUID().uuidString.lowercased()
             try? save()
-            if sessionActive { _ = try? makePing("baseline", reason: "active") }
+            if session.isActive { _ = try? makePing("baseline", reason: "active") }
         } else {
             disableUpload(reason: "set_upload_enabled")
         }

@@ -85,12 +85,12 @@ public actor SurveyClient {
     var pingWaitTask: BackgroundJob?
     /// An `events` ping made because the batch filled up (`max_capacity`).
     var batchTask: BackgroundJob?
-    /// The app session (foreground between start/resume and pause/stop), and its MMA heartbeat.
-    var sessionActive = false
-    var sessionStarted: Date?
+    /// The app session (foreground between start/resume and pause/stop): its id, start and number.
+    var session = SessionMachine(id: UUID().uuidString.lowercased())
+    /// The current session's MMA heartbeat loop.
     var sessionHeartbeatTask: BackgroundJob?
     /// Identifies the current session (message impressions count once per session).
-    var sessionID = UUID().uuidString.lowercased()
+    var sessionID: String { session.id }
     /// Messaging state read from disk once, then kept in step with what is written.
     var cachedFeatures: FeatureValues?
     var cachedEventStore: EventStore?
