@@ -134,6 +134,7 @@ extension SurveyClient {
         for task in tasks { await task.value }
         // After the loops ended: an event a cancelled loop sent on its way out reached the machine before this.
         _ = outboxRetry.event(.stopped)
+        _ = pingUploads.event(.stopped)
         intake.streamEnded()
     }
 

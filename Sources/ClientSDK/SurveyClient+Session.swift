@@ -78,12 +78,8 @@ extension SurveyClient {
         state.dirty = false
         try? save()
         try? await uploadPings()
-        // Uploads another task had in flight (skipped above) get up to 2 s to finish; then what is left goes once more.
-        var waited = 0
-        while !pingsInFlight.isEmpty, waited < 200 {
-            try? await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
+        // Uploads another pass had in flight (skipped above) get up to 2 s to finish; then what is left goes once more.
+        await pingUploadsSettle(within: .seconds(2))
         try? await uploadPings()
     }
 

@@ -173,25 +173,62 @@ extension SurveyClient {
     func retryPingsOnce() async -> Bool {
         // Nowhere to send them in this run (no endpoint, or it has no ingestion route): nothing to retry. They stay
         // queued under their quotas; without this the outbox loop retried them every minute for as long as it ran.
-        guard configuration.telemetryURL != nil, !telemetryRouteMissing else { return true }
+        guard configuration.telemetryURL != nil, !pingUploads.routeMissing else { return true }
         try? await uploadPings()
-        return pendingPings().isEmpty || pingWaitTask != nil
+        return pendingPings().isEmpty || pingUploads.wakeScheduled
     }
 
-    /// Uploads the queue in order until it is empty, a ping fails (thrown; the caller retries with backoff) or the
-    /// rate limit is reached (a wake-up is scheduled for the end of the window).
+    /// Uploads the queue in order until it is empty, a ping fails (thrown; the caller retries with backoff), the rate
+    /// limit is reached (a wake-up is scheduled for the end of the window) or the endpoint turns out to have no
+    /// ingestion route. ``PingUploadMachine`` decides for each ping.
     func uploadPings() async throws(SurveyClientError) {
         // No telemetry endpoint (a real Beiwe server has none): pings stay queued under their quotas.
-        guard configuration.telemetryURL != nil, !telemetryRouteMissing else { return }
-        for (url, pending) in pendingPings() where !pingsInFlight.contains(pending.documentID) {
-            if let wait = pingLimiter.take(at: .now) {
-                schedulePingWake(after: wait)
+        guard configuration.telemetryURL != nil, !pingUploads.routeMissing else { return }
+        for (url, pending) in pendingPings() {
+            let id = pending.documentID
+            switch pingUploads.event(.next(id: id, at: .now)) {
+            case .upload:
+                break
+            case .pause(let wake):
+                if let wake { schedulePingWake(after: wake) }
                 return
+            case .halt:
+                return
+            default:
+                continue
             }
-            pingsInFlight.insert(pending.documentID)
-            defer { pingsInFlight.remove(pending.documentID) }
-            try await upload(ping: pending, at: url)
+            let outcome: PingUploadMachine.Outcome
+            do { outcome = try await upload(ping: pending, at: url) } catch {
+                pingUploadFinished(id, .failed)
+                throw error
+            }
+            pingUploadFinished(id, outcome)
+            if outcome == .routeMissing { return }
         }
+    }
+
+    /// An upload ended: the last one in flight lets every pass waiting in ``pingUploadsSettle(within:)`` go on.
+    func pingUploadFinished(_ id: String, _ outcome: PingUploadMachine.Outcome) {
+        guard pingUploads.event(.finished(id: id, outcome)) == .settled else { return }
+        let waiting = pingUploadsSettled
+        pingUploadsSettled = []
+        for signal in waiting { signal.fire() }
+    }
+
+    /// Returns once no ping upload is in flight (another pass's), or after `limit`.
+    func pingUploadsSettle(within limit: Duration) async {
+        guard !pingUploads.inFlight.isEmpty else { return }
+        let settled = OneShot()
+        pingUploadsSettled.append(settled)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                settled.fire()
+            }
+            await settled.wait()
+            group.cancelAll()
+        }
+        pingUploadsSettled.removeAll { $0 === settled }
     }
 
     /// Glean's `first_run_date` of this storage: the day it first made a ping, kept in the state.
@@ -203,8 +240,9 @@ extension SurveyClient {
         return date
     }
 
-    func upload(ping pending: PendingPing, at url: URL) async throws(SurveyClientError) {
-        guard FileManager.default.fileExists(atPath: url.path) else { return }  // sent meanwhile
+    /// Uploads one ping; throws when it must be retried (no answer, or the server failed).
+    func upload(ping pending: PendingPing, at url: URL) async throws(SurveyClientError) -> PingUploadMachine.Outcome {
+        guard FileManager.default.fileExists(atPath: url.path) else { return .done }  // sent meanwhile
         var ping = pending.body
         // Queued by an older version, without the fields the server now requires (Glean's pipeline does): added.
         if ping.clientInfo.architecture == nil { ping.clientInfo.architecture = HostOS.architecture }
@@ -212,9 +250,9 @@ extension SurveyClient {
         var body: [UInt8]
         do { body = [UInt8](try WireJSON.encode(ping)) } catch {
             files.remove(url)
-            return
+            return .done
         }
-        guard let telemetryURL = configuration.telemetryURL else { return }
+        guard let telemetryURL = configuration.telemetryURL else { return .failed }
         var request = TransportRequest(method: "POST", url: "\(telemetryURL)/submit/\(Self.sanitizedAppID(configuration.appID))/\(pending.pingName)/1/\(pending.documentID)",
                                   headers: [("Content-Type", "application/json; charset=utf-8"),
                                             ("X-Telemetry-Agent", "survey-sdk/\(Self.sdkVersion) (Swift on Linux)"),
@@ -229,7 +267,7 @@ extension SurveyClient {
             countDropped("too_large")
             try? save()
             emit(.error(SurveyClientError(code: "telemetry_too_large", message: "ping \(pending.documentID) is \(body.count) bytes; the limit is \(configuration.telemetry.maxPingBodyBytes)")))
-            return
+            return .done
         }
         let response: TransportResponse
         do { response = try await http.send(request) } catch {
@@ -239,17 +277,19 @@ extension SurveyClient {
         case 200..<300:
             files.remove(url)
             emit(.telemetrySent(documentID: pending.documentID, events: pending.body.events.count, ping: pending.pingName))
+            return .done
         case 404, 405:
             // No ingestion route there (a study server without one): the ping is kept, and nothing more is sent this run.
-            telemetryRouteMissing = true
             emit(.error(SurveyClientError(code: "telemetry_route_missing",
                                           message: "\(telemetryURL) has no telemetry route (\(response.status)); pings stay queued")))
+            return .routeMissing
         case 400..<500:
             // The server will never take it; Glean deletes such pings too.
             files.remove(url)
             countDropped("rejected")
             try? save()
             emit(.error(SurveyClientError(code: "telemetry_rejected", message: response.text, status: response.status)))
+            return .done
         default:
             throw SurveyClientError(code: "telemetry_failed", message: "submit answered \(response.status)", status: response.status)
         }
@@ -257,16 +297,19 @@ extension SurveyClient {
 
     /// Uploads again once the rate limiter's window ends (to the millisecond).
     func schedulePingWake(after wait: Duration) {
-        guard pingWaitTask == nil else { return }
         pingWaitTask = background.spawn { [weak self] in
             try? await Task.sleep(for: wait)
             guard let client = self, !Task.isCancelled else { return }
-            await client.pingWakeEnded()
-            await client.retryPings()
+            await client.pingWakeDue()
         }
     }
 
-    func pingWakeEnded() { pingWaitTask = nil }
+    /// The rate limit's window ended: the queue is walked again.
+    func pingWakeDue() async {
+        pingWaitTask = nil
+        guard pingUploads.event(.wakeDue) == .walk else { return }
+        await retryPings()
+    }
 
     /// Glean's path form of an application id: lowercased, each run of other characters than letters and digits
     /// turned into one `-`.

@@ -77,11 +77,12 @@ public actor SurveyClient {
     /// Telemetry events on disk, and how many wait in the open log.
     let eventLog: EventLog
     var eventsWaiting: Int { eventLog.openCount }
-    /// Telemetry upload: the rate limiter, pings being sent, and the wake-up at the end of a throttled window.
-    var pingLimiter: PingRateLimiter
-    var pingsInFlight: Set<String> = []
-    /// The telemetry endpoint answered 404/405: it has no ingestion route; pings stay queued for the rest of this run.
-    var telemetryRouteMissing = false
+    /// Telemetry upload: the rate limiter, pings being sent, whether the endpoint lacks an ingestion route (pings then
+    /// stay queued for the rest of this run) and whether a wake-up waits for a throttled window to end.
+    var pingUploads: PingUploadMachine
+    /// Passes waiting for the uploads in flight to end (`pause()` before its last walk of the queue).
+    var pingUploadsSettled: [OneShot] = []
+    /// The wake-up at the end of a throttled window.
     var pingWaitTask: BackgroundJob?
     /// An `events` ping made because the batch filled up (`max_capacity`).
     var batchTask: BackgroundJob?
@@ -139,7 +140,7 @@ public actor SurveyClient {
             state.pendingEvents = []
             try files.write(state, to: files.stateURL)
         }
-        pingLimiter = PingRateLimiter(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
+        pingUploads = PingUploadMachine(limit: configuration.telemetry.pingsPerInterval, interval: configuration.telemetry.rateInterval)
         // Bounded: an app that never reads the events loses the oldest, not its memory.
         (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
         // (The actor's `isUploadEnabled` is not reachable from its initializer.)

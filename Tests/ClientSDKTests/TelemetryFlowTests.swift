@@ -128,6 +128,28 @@ import Testing
         await client.close()
     }
 
+    /// The first 404 of a pass ends it: the pings behind it are not sent to the same missing route (each answered 404
+    /// and reported `telemetry_route_missing` again before ``PingUploadMachine``).
+    @Test func aMissingRouteEndsThePassAtTheFirstPing() async throws {
+        let study = MemoryStudy(ingestsTelemetry: true)
+        let directory = InMemoryFlowTests.directory()
+        // Pings queued by a run without a telemetry endpoint (nothing failed, so no retry loop runs beside the test).
+        let offline = try Self.client(study, directory: directory) { $0.telemetryURL = nil }
+        for name in ["one", "two"] {
+            offline.record(category: "test", name: name)
+            _ = try await offline.flushTelemetry()
+        }
+        #expect(await offline.status().pingsWaiting == 2)
+        await offline.close()
+        study.setIngestStatus(404)
+        let client = try Self.client(study, directory: directory)
+        client.record(category: "test", name: "three")
+        _ = try await client.flushTelemetry()
+        #expect(study.seen.filter { $0.path.hasPrefix("/submit/") }.count == 1)
+        #expect(await client.status().pingsWaiting == 3)
+        await client.close()
+    }
+
     @Test func aPingLargerThanTheLimitAfterGzipIsDroppedAndCounted() async throws {
         let study = MemoryStudy(ingestsTelemetry: true)
         let client = try Self.client(study) {
