@@ -17,16 +17,32 @@ extension SurveyClient {
     /// - Throws: ``SurveyClientError`` when the relay or the server refuses (e.g. `push_token_required`,
     ///   `invalid_credentials`); the stream keeps running only after success.
     public func start() async throws(SurveyClientError) {
-        if let running = startTask {
+        let number: Int
+        switch lifecycle.event(.startRequested) {
+        case .refuse:
+            throw .closed
+        case .begin(let begun):
+            number = begun
+        default:
             // Another caller is starting the client: share its outcome (two starts must not mint two tokens).
-            try await Self.awaitStart(running)
+            if let running = startTask { try await Self.awaitStart(running) }
             return
         }
-        guard lifecycle.starting() else { throw .closed }
         let task = Task { try await self.performStart() }
         startTask = task
-        defer { startTask = nil }
-        try await Self.awaitStart(task)
+        let outcome: Result<Void, SurveyClientError>
+        do throws(SurveyClientError) {
+            try await Self.awaitStart(task)
+            outcome = .success(())
+        } catch {
+            outcome = .failure(error)
+        }
+        if startTask == task { startTask = nil }
+        // A first start that failed ends what it began (the stream opened before the registration, the retries).
+        if lifecycle.event(.startEnded(number: number, succeeded: (try? outcome.get()) != nil)) == .undo {
+            await stopBackground()
+        }
+        try outcome.get()
     }
 
     static func awaitStart(_ task: Task<Void, any Error>) async throws(SurveyClientError) {
@@ -107,15 +123,18 @@ extension SurveyClient {
     /// Stops the push stream and ends the session (as ``pause()``: its pings are sent, best effort). The client can be
     /// started again.
     public func stop() async {
-        guard !lifecycle.isClosed else { return }
-        // A start under way is cancelled and waited for first (its caller gets `cancelled`): otherwise it went on to
-        // start the heartbeat and the stream after this stop had ended the background work.
-        if let starting = startTask {
+        guard case .stop(let cancellingStart) = lifecycle.event(.stopRequested) else { return }
+        await endRun(cancellingStart: cancellingStart)
+    }
+
+    /// Ends the background work and the session. A start under way is cancelled and waited for first (its caller gets
+    /// `cancelled`): otherwise it went on to start the heartbeat and the stream after the background work had ended.
+    func endRun(cancellingStart: Bool) async {
+        if cancellingStart, let starting = startTask {
             starting.cancel()
             _ = await starting.result
         }
         await stopBackground()
-        lifecycle.stopped()
         await endSession()
     }
 
@@ -142,10 +161,12 @@ extension SurveyClient {
     /// storage directory's lock, and ends ``events``. Another client may use the directory afterwards; every later call
     /// on this one throws `closed` (or does nothing, for calls that cannot throw).
     public func close() async {
-        startTask?.cancel()
-        if let starting = startTask { _ = await starting.result }
-        await stop()
-        guard lifecycle.closing() else { return }
+        guard case .close(let cancellingStart) = lifecycle.event(.closeRequested) else {
+            // Closed, or closing in another call: return once that call has finished.
+            await closed.wait()
+            return
+        }
+        await endRun(cancellingStart: cancellingStart)
         if let session = sessionHeartbeatTask {
             sessionHeartbeatTask = nil
             session.cancel()
@@ -157,6 +178,7 @@ extension SurveyClient {
         eventLog.close()
         files.releaseLock()
         closeRequest.fire()
+        closed.fire()
     }
 
     /// True once ``close()`` ran.

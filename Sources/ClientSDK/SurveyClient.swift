@@ -42,12 +42,14 @@ public actor SurveyClient {
     var streamTask: BackgroundJob?
     /// The push stream's connection loop (connect, read, back off, renew a token that is gone) and its resume point.
     var pushStream = PushStreamMachine()
-    /// idle → running → closed.
+    /// idle → starting → running → closed, and what `start()`, `stop()` and `close()` do in each.
     var lifecycle = ClientLifecycle()
     /// Every background task below runs in this one task group (driven by `run()`, or by its owner task).
     let background = BackgroundTasks()
     /// Fired by `close()` or by the cancellation of `run()`'s caller: `run()` then closes the client and returns.
     let closeRequest = OneShot()
+    /// Fired when `close()` has finished (a second `close()` waits for it).
+    let closed = OneShot()
     /// A `start()` under way: a second caller waits for it rather than minting a second token.
     var startTask: Task<Void, any Error>?
     /// Stored surveys' occurrence ids by survey id (nil until first needed).

@@ -161,6 +161,26 @@ import Testing
         #expect(await reader.value >= 1)
     }
 
+    /// A start that fails leaves nothing running (its stream, opened before the registration, is closed again) and the
+    /// client idle: the next start, with the server's refusal gone, runs as a first one.
+    @Test func aFailedStartLeavesNothingRunningAndTheNextStartWorks() async throws {
+        let study = MemoryStudy()
+        study.fail("/register_user", status: 403, code: "invalid_credentials")
+        let client = try Flow.client(study)
+        var caught: SurveyClientError?
+        do { try await client.start() } catch { caught = error }
+        #expect(caught?.kind == .invalidCredentials)
+        #expect(await study.until { study.openStreams.isEmpty })
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(study.openStreams.isEmpty)
+        #expect(await !client.isActive)
+        try await client.start()
+        #expect(await client.isRegistered)
+        #expect(await study.until { study.openStreams == ["tok-1"] })
+        #expect(study.mintedTokens == ["tok-1"])
+        await client.close()
+    }
+
     @Test func runThrowsWhatStartThrowsAndLeavesTheClientClosed() async throws {
         let study = MemoryStudy()
         study.fail("/register_user", status: 403, code: "invalid_credentials")
