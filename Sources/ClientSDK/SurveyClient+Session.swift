@@ -10,6 +10,8 @@ extension SurveyClient {
 
     /// The app came to the foreground: a `baseline` ping (`active`), MMA `resumeSession`, and the MMA heartbeat.
     public func resume() async {
+        // Closed: no session (its pings would be made and sent from a directory that may be another client's).
+        guard !isClosed else { return }
         await beginSession(startup: false)
     }
 

@@ -65,10 +65,11 @@ extension SurveyClient {
     /// Packs waiting events into an `events` ping (reason `flush`: the app asked) and uploads every pending ping.
     /// - Returns: the new ping's document id, nil when no event was waiting.
     /// - Throws: `transport` or `telemetry_failed` when the server could not take a ping; it stays queued and is
-    ///   retried in the background.
+    ///   retried in the background. `closed` after ``close()``.
     @discardableResult
     public func flushTelemetry() async throws(SurveyClientError) -> String? {
-        try await submitEventsPing(reason: "flush")
+        guard !isClosed else { throw .closed }
+        return try await submitEventsPing(reason: "flush")
     }
 
     /// Makes an `events` ping of the waiting events for `reason` and uploads the queue.
@@ -336,6 +337,8 @@ extension SurveyClient {
     /// `set_upload_enabled`) for the current client id, and reports ``disabledClientID`` from then on. Turning it on
     /// again starts a new client id.
     public func setUploadEnabled(_ enabled: Bool) async {
+        // Closed: the directory may be another client's (deleting "our" events and pings would delete its).
+        guard !isClosed else { return }
         guard enabled != isUploadEnabled else {
             state.uploadEnabled = enabled
             try? save()

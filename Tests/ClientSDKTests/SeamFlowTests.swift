@@ -165,6 +165,7 @@ import Testing
         #expect(await isClosed { _ = try await client.runLocalSchedule() })
         #expect(await isClosed { _ = try await client.receive(push: ["type": "survey"]) })
         #expect(await isClosed { try await client.updatePushToken("t") })
+        #expect(await isClosed { _ = try await client.flushTelemetry() })
         #expect(await isClosed { _ = try await client.refreshFeatures() })
         #expect(await isClosed { _ = try await client.messagingRecipe() })
         let context = TargetingContext(appName: "Firefox", locale: "en-US", installationDate: Date())
@@ -174,6 +175,36 @@ import Testing
         await client.stop()
         await client.close()
         #expect(study.seen.count == requests)
+    }
+
+    /// A closed client's directory may be the next client's: what the closed one is still asked to do (opt out, flush,
+    /// resume) touches none of the next one's telemetry. Before, opting out deleted the new owner's events, a flush
+    /// renamed its open log into a batch numbered by the closed client (later dropped as already sent), and a resume
+    /// made and uploaded pings from its queue.
+    @Test func aClosedClientLeavesTheNextOwnersTelemetryAlone() async throws {
+        let study = MemoryStudy(ingestsTelemetry: true)
+        let directory = InMemoryFlowTests.directory()
+        let first = try TelemetryFlowTests.client(study, directory: directory)
+        try await first.start()
+        await first.close()
+        let next = try TelemetryFlowTests.client(study, directory: directory) { $0.telemetryURL = nil }
+        for n in 0..<3 { next.record(category: "test", name: "kept\(n)") }
+        let waiting = await next.status()
+        let sent = study.pings().count
+        await first.setUploadEnabled(false)
+        _ = try? await first.flushTelemetry()
+        await first.resume()
+        await first.pause()
+        let after = await next.status()
+        #expect(after.eventsWaiting == waiting.eventsWaiting && after.eventsWaiting >= 3)
+        #expect(after.pingsWaiting == waiting.pingsWaiting)
+        #expect(study.pings().count == sent)
+        #expect(study.pings("deletion-request").isEmpty)
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("telemetry").path)
+        #expect(files == ["events.jsonl"], "\(files)")
+        let log = try Data(contentsOf: directory.appendingPathComponent("telemetry/events.jsonl"))
+        #expect(log.split(separator: 10).count == after.eventsWaiting)
+        await next.close()
     }
 
     /// Beiwe's heartbeat runs while the client runs, and ends with `stop()`.

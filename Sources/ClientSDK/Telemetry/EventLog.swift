@@ -28,6 +28,8 @@ final class EventLog: Sendable {
         var recording = true
         /// A `max_capacity` ping was asked for since the last seal.
         var batchRequested = false
+        /// The client closed: the directory may be another client's now, so nothing in it is renamed or deleted.
+        var closed = false
 
         mutating func closeDescriptor() {
             if fd >= 0 { Glibc.close(fd) }
@@ -119,12 +121,13 @@ final class EventLog: Sendable {
     }
 
     /// Starts or stops recording (telemetry upload turned on or off).
-    func setRecording(_ on: Bool) { open.withLock { $0.recording = on } }
+    func setRecording(_ on: Bool) { open.withLock { $0.recording = on && !$0.closed } }
 
     /// Stops recording for good and closes the descriptor (the client is closing).
     func close() {
         open.withLock { state in
             state.recording = false
+            state.closed = true
             state.closeDescriptor()
         }
     }
@@ -149,6 +152,7 @@ final class EventLog: Sendable {
         if FileManager.default.fileExists(atPath: sealed.path) { return sealed }
         let path = openURL.path
         return try open.withLock { (state: inout Open) throws(SurveyClientError) -> URL? in
+            guard !state.closed else { throw SurveyClientError.closed }
             state.closeDescriptor()
             guard FileManager.default.fileExists(atPath: path) else { return nil }
             guard rename(path, sealed.path) == 0 else {
@@ -162,6 +166,7 @@ final class EventLog: Sendable {
     /// Deletes every recorded event, sealed or not (opting out).
     func deleteAll() {
         open.withLock { state in
+            guard !state.closed else { return }
             state.startOver()
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
             for name in names where name.hasPrefix("events.") && name.hasSuffix(".jsonl") {
@@ -172,6 +177,7 @@ final class EventLog: Sendable {
 
     /// Deletes sealed batches of pings before `seq` (already written as pings).
     func dropSealed(before seq: Int) {
+        guard !open.withLock({ $0.closed }) else { return }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         for name in names where name.hasPrefix("events.") && name.hasSuffix(".jsonl") {
             let middle = name.dropFirst("events.".count).dropLast(".jsonl".count)
