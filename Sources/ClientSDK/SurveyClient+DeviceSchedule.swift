@@ -68,11 +68,11 @@ extension SurveyClient {
     }
 
     func startLocalSchedule() {
-        guard localScheduleTask == nil else { return }
-        localScheduleTask = background.periodic(on: self, firstWait: DeviceSchedule.tickInterval) { client in
+        guard !loops.isRunning(.localSchedule) else { return }
+        loops.started(.localSchedule, background.periodic(on: self, firstWait: DeviceSchedule.tickInterval) { client in
             await client.localScheduleTick()
             return DeviceSchedule.tickInterval
-        }
+        })
     }
 
     /// One tick of the device's schedule: download the list when it is due (``DeviceSchedule/tick(now:lastCheck:frequencySeconds:)``),

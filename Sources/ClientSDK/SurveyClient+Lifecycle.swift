@@ -96,12 +96,12 @@ extension SurveyClient {
 
     /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
     func startHeartbeat() {
-        guard heartbeatTask == nil, let interval = configuration.heartbeatInterval else { return }
-        heartbeatTask = background.periodic(on: self, firstWait: .zero) { client in
+        guard !loops.isRunning(.heartbeat), let interval = configuration.heartbeatInterval else { return }
+        loops.started(.heartbeat, background.periodic(on: self, firstWait: .zero) { client in
             await client.sendHeartbeat()
             await client.confirmReceipts()
             return interval
-        }
+        })
     }
 
     /// One `/mobile-heartbeat`; the receipts it carried (`notification_uuids`) are confirmed once the server takes it.
@@ -140,14 +140,8 @@ extension SurveyClient {
 
     /// Cancels every background task and waits until each has ended: when this returns, nothing of the client runs.
     func stopBackground() async {
-        let tasks = [streamTask, localScheduleTask, uploadRetryTask, heartbeatTask, pingWaitTask, batchTask, intakeRetryTask].compactMap { $0 }
-        batchTask = nil
-        intakeRetryTask = nil
-        streamTask = nil
-        localScheduleTask = nil
-        uploadRetryTask = nil
-        heartbeatTask = nil
-        pingWaitTask = nil
+        // The session's heartbeat ends with the session (`endSession`, after this).
+        let tasks = loops.takeAll(except: [.sessionHeartbeat])
         pushStream.stop()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
@@ -167,8 +161,7 @@ extension SurveyClient {
             return
         }
         await endRun(cancellingStart: cancellingStart)
-        if let session = sessionHeartbeatTask {
-            sessionHeartbeatTask = nil
+        if let session = loops.take(.sessionHeartbeat) {
             session.cancel()
             await session.value
         }

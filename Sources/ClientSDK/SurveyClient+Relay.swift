@@ -78,12 +78,12 @@ extension SurveyClient {
     /// client is held for each call only, never across a wait or a read: a client dropped without `close()` ends its
     /// stream (no reconnecting for ever behind a later client's back).
     func startStream() {
-        guard streamTask == nil, state.relayToken != nil, configuration.relayURL != nil else { return }
+        guard !loops.isRunning(.stream), state.relayToken != nil, configuration.relayURL != nil else { return }
         let (run, first) = pushStream.start()
         let http = self.http
         let logger = self.logger
         let deadAfter = configuration.relayKeepalive * 2.5
-        streamTask = background.spawn { [weak self] in
+        loops.started(.stream, background.spawn { [weak self] in
             var action = first
             var open: TransportClient.EventStream?
             while !Task.isCancelled {
@@ -140,7 +140,7 @@ extension SurveyClient {
                 guard !Task.isCancelled, let next = await self?.streamEvent(event, run: run) else { return }
                 action = next
             }
-        }
+        })
     }
 
     /// Feeds an event of loop `run` to the machine.

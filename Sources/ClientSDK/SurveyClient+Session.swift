@@ -70,8 +70,7 @@ extension SurveyClient {
     func endSession() async {
         guard case .close(let seconds) = session.event(.ended(at: now())) else { return }
         recordMMA("pauseSession", [:])
-        sessionHeartbeatTask?.cancel()
-        sessionHeartbeatTask = nil
+        loops.take(.sessionHeartbeat)?.cancel()
         if isUploadEnabled {
             let metrics: JSONValue = ["timespan": ["glean.baseline.duration": ["time_unit": "second", "value": .number(Double(seconds))]]]
             _ = try? makePing("baseline", reason: "inactive", metrics: metrics)
@@ -89,10 +88,10 @@ extension SurveyClient {
     /// session ended record nothing and end the loop (``SessionMachine``).
     func startSessionHeartbeat(session number: Int) {
         guard let interval = configuration.telemetry.sessionHeartbeat else { return }
-        sessionHeartbeatTask?.cancel()
-        sessionHeartbeatTask = background.periodic(on: self, firstWait: interval) { client in
+        loops.take(.sessionHeartbeat)?.cancel()
+        loops.started(.sessionHeartbeat, background.periodic(on: self, firstWait: interval) { client in
             await client.sessionHeartbeatDue(session: number) ? interval : nil
-        }
+        })
     }
 
     /// A tick of session `number`'s heartbeat loop: records MMA `heartbeat` while that session is open; false ends the loop.

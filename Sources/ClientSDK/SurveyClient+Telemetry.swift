@@ -46,14 +46,14 @@ extension SurveyClient {
 
     /// Makes the `max_capacity` ping in the background unless one is being made.
     func startBatch() {
-        guard batchTask == nil, !isClosed else { return }
-        batchTask = background.spawn { [weak self] in
+        guard !loops.isRunning(.batch), !isClosed else { return }
+        loops.started(.batch, background.spawn { [weak self] in
             _ = try? await self?.submitEventsPing(reason: "max_capacity")
             await self?.batchEnded()
-        }
+        })
     }
 
-    func batchEnded() { batchTask = nil }
+    func batchEnded() { _ = loops.take(.batch) }
 
     static func truncated(_ value: String) -> String {
         guard value.utf8.count > maxExtraValueBytes else { return value }
@@ -298,16 +298,16 @@ extension SurveyClient {
 
     /// Uploads again once the rate limiter's window ends (to the millisecond).
     func schedulePingWake(after wait: Duration) {
-        pingWaitTask = background.spawn { [weak self] in
+        loops.started(.pingWake, background.spawn { [weak self] in
             try? await Task.sleep(for: wait)
             guard let client = self, !Task.isCancelled else { return }
             await client.pingWakeDue()
-        }
+        })
     }
 
     /// The rate limit's window ended: the queue is walked again.
     func pingWakeDue() async {
-        pingWaitTask = nil
+        _ = loops.take(.pingWake)
         guard pingUploads.event(.wakeDue) == .walk else { return }
         await retryPings()
     }

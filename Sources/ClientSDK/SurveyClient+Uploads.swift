@@ -52,7 +52,7 @@ extension SurveyClient {
     /// are done or the client stops: ``OutboxRetryMachine`` decides, the loop performs.
     func scheduleUploadRetry() {
         guard case .startLoop(let first) = outboxRetry.event(.requested) else { return }
-        uploadRetryTask = background.spawn { [weak self] in
+        loops.started(.outboxRetry, background.spawn { [weak self] in
             var action = OutboxRetryMachine.Action.wait(first)
             while !Task.isCancelled {
                 let event: OutboxRetryMachine.Event
@@ -70,7 +70,7 @@ extension SurveyClient {
                 guard !Task.isCancelled, let next = await self?.outboxRetryEvent(event) else { return }
                 action = next
             }
-        }
+        })
     }
 
     /// One attempt at every outbox; true when nothing is left to send.
@@ -84,7 +84,7 @@ extension SurveyClient {
     /// Feeds the retry loop's event to its machine; the loop's handle goes in the same turn as its end is decided.
     func outboxRetryEvent(_ event: OutboxRetryMachine.Event) -> OutboxRetryMachine.Action {
         let action = outboxRetry.event(event)
-        if action == .finish { uploadRetryTask = nil }
+        if action == .finish { _ = loops.take(.outboxRetry) }
         return action
     }
 

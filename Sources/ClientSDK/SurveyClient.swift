@@ -39,12 +39,13 @@ public actor SurveyClient {
         // Recording happens outside the actor: the event log follows the upload choice.
         didSet { eventLog.setRecording(isUploadEnabled) }
     }
-    var streamTask: BackgroundJob?
+    /// The background loops running (stream, heartbeat, retries, schedule, telemetry wake-ups), one of each kind.
+    var loops = ClientLoops()
     /// The push stream's connection loop (connect, read, back off, renew a token that is gone) and its resume point.
     var pushStream = PushStreamMachine()
     /// idle → starting → running → closed, and what `start()`, `stop()` and `close()` do in each.
     var lifecycle = ClientLifecycle()
-    /// Every background task below runs in this one task group (driven by `run()`, or by its owner task).
+    /// Every loop in `loops` runs in this one task group (driven by `run()`, or by its owner task).
     let background = BackgroundTasks()
     /// Fired by `close()` or by the cancellation of `run()`'s caller: `run()` then closes the client and returns.
     let closeRequest = OneShot()
@@ -68,14 +69,8 @@ public actor SurveyClient {
     }
     /// Answer files being uploaded (one upload per file at a time).
     var outbox = UploadOutbox()
-    var localScheduleTask: BackgroundJob?
-    /// Fetch retries of app-handed pushes (no relay stream to run them).
-    var intakeRetryTask: BackgroundJob?
-    /// Retries the upload and ping outboxes with backoff while they are not empty.
-    var uploadRetryTask: BackgroundJob?
     /// The outbox retry loop's backoff and whether it runs.
     var outboxRetry = OutboxRetryMachine()
-    var heartbeatTask: BackgroundJob?
     /// Telemetry events on disk, and how many wait in the open log.
     let eventLog: EventLog
     var eventsWaiting: Int { eventLog.openCount }
@@ -84,14 +79,8 @@ public actor SurveyClient {
     var pingUploads: PingUploadMachine
     /// Passes waiting for the uploads in flight to end (`pause()` before its last walk of the queue).
     var pingUploadsSettled: [OneShot] = []
-    /// The wake-up at the end of a throttled window.
-    var pingWaitTask: BackgroundJob?
-    /// An `events` ping made because the batch filled up (`max_capacity`).
-    var batchTask: BackgroundJob?
     /// The app session (foreground between start/resume and pause/stop): its id, start and number.
     var session = SessionMachine(id: UUID().uuidString.lowercased())
-    /// The current session's MMA heartbeat loop.
-    var sessionHeartbeatTask: BackgroundJob?
     /// Identifies the current session (message impressions count once per session).
     var sessionID: String { session.id }
     /// Messaging state read from disk once, then kept in step with what is written.
