@@ -207,6 +207,20 @@ import Testing
         await next.close()
     }
 
+    /// A closed client that reads a file it cannot decode leaves it where it is: the directory may be the next
+    /// client's, and the file one that client (a newer SDK) wrote.
+    @Test func aClosedClientQuarantinesNothing() async throws {
+        let study = MemoryStudy()
+        let directory = InMemoryFlowTests.directory()
+        let client = try SurveyClient(configuration: Self.configuration(directory), transport: study)
+        await client.close()
+        let file = directory.appendingPathComponent("surveys/s9.json")
+        try Data("{\"written by\": \"a later format\"}".utf8).write(to: file)
+        #expect(await client.pendingSurveys().isEmpty)
+        #expect(FileManager.default.fileExists(atPath: file.path))
+        #expect(await client.status().quarantined.isEmpty)
+    }
+
     /// Beiwe's heartbeat runs while the client runs, and ends with `stop()`.
     @Test func theHeartbeatBeatsWhileRunningAndEndsWithStop() async throws {
         let study = MemoryStudy()

@@ -132,8 +132,10 @@ struct ClientStore: Sendable {
     /// A stored JSON file, not a temporary one (`durableWrite`'s start with a dot).
     static func isEntry(_ name: String) -> Bool { name.hasSuffix(".json") && !name.hasPrefix(".") }
 
-    /// Moves a file that cannot be used to `quarantine/`, with a `.reason` note, and logs it.
+    /// Moves a file that cannot be used to `quarantine/`, with a `.reason` note, and logs it. Not once the lock is
+    /// released: the directory may be another client's then (a newer SDK's file this one cannot read is not damaged).
     func quarantine(_ url: URL, reason: String) {
+        guard !lock.isReleased else { return }
         let relative = url.path.hasPrefix(root.path) ? String(url.path.dropFirst(root.path.count + 1)) : url.lastPathComponent
         let name = Self.safe(relative.replacingOccurrences(of: "/", with: "_")) + "." + String(Int(Date().timeIntervalSince1970 * 1000))
         let target = quarantineURL.appendingPathComponent(name)
