@@ -34,7 +34,7 @@ package final class FCMAuth: Sendable {
     /// with `token_uri` set to `tokenURI`.
     package func makeServiceAccount(projectID: String, tokenURI: String) throws -> JSONValue {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let keyID = RandomHex.make(20)
+        let keyID = RandomHex.secret(20)
         let email = "firebase-adminsdk-relay@\(projectID).iam.gserviceaccount.com"
         state.withLock { $0.keys[keyID] = (email, key.publicKey) }
         return .object([
@@ -96,7 +96,7 @@ package final class FCMAuth: Sendable {
             throw GrantError(error: "invalid_grant",
                              description: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
         }
-        let token = "ya29.relay-" + RandomHex.make(40)
+        let token = "ya29.relay-" + RandomHex.secret(40)
         state.withLock { state in
             state.tokens = state.tokens.filter { $0.value > now }
             state.tokens[token] = now + Self.tokenLifetime

@@ -34,9 +34,9 @@ struct ProviderRoutes {
     func apns(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let token = try context.parameters.require("token")
         for name in ["apns-id", "apns-expiration", "apns-priority", "apns-collapse-id", "apns-push-type", "apns-topic"] where header(request, name).count > 1 {
-            throw apnsError(.badRequest, "DuplicateHeaders", apnsID: UUID().uuidString.lowercased())
+            throw apnsError(.badRequest, "DuplicateHeaders", apnsID: RandomHex.uuid())
         }
-        var apnsID = UUID().uuidString.lowercased()
+        var apnsID = RandomHex.uuid()
         if let given = header(request, "apns-id").first {
             guard UUID(uuidString: given) != nil, given.count == 36 else { throw apnsError(.badRequest, "BadMessageId", apnsID: apnsID) }
             apnsID = given.lowercased()
