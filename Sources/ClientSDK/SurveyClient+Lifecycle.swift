@@ -174,7 +174,7 @@ extension SurveyClient {
         closed.fire()
     }
 
-    /// True once ``close()`` ran.
+    /// True from the moment ``close()`` is called (every later call then throws `closed` or does nothing).
     public var isClosed: Bool { lifecycle.isClosed }
 
     /// Starts the client and runs it until the calling task is cancelled or ``close()`` is called, then closes it: the
