@@ -39,8 +39,9 @@ extension SurveyClient {
             return
         }
         if case .written(_, batchDue: true) = appended {
-            // Once per batch: the actor makes the ping (tracked like every background task; `close()` awaits it).
-            Task { [weak self] in await self?.startBatch() }
+            // Once per batch: the actor makes the ping, as a loop of the client's task group (`close()` awaits it; after
+            // `close()` the group starts nothing).
+            background.spawn { [weak self] in await self?.startBatch() }
         }
     }
 
