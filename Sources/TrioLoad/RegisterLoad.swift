@@ -79,11 +79,17 @@ final class RegisterPlugin: LoadPlugin {
     let registered = Mutex<Set<String>>([])
     /// Each participant's hashed password, computed once (as a device does) rather than per iteration.
     let hashes: [String]
+    /// Each participant's `/register_user` form without its `device_id` (which names the iteration), encoded once.
+    /// Empty with a relay: the token in the form is a new one at every iteration.
+    let forms: [String]
 
     init(options: RegisterLoadOptions, http: any HTTPTransport) {
         self.options = options
         self.http = http
         hashes = options.healthOnly ? [] : options.participants.map { BeiwePassword.deviceHash($0.password) }
+        forms = options.healthOnly || options.relay != nil ? [] : zip(options.participants, hashes).map { who, hash in
+            RegisterLoad.registrationForm(who: who, passwordHash: hash, timeZone: options.timeZone, token: RegisterLoad.fixedToken(who)).encoded()
+        }
     }
 
     func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
@@ -91,6 +97,7 @@ final class RegisterPlugin: LoadPlugin {
         let server = options.servers[index % options.servers.count]
         let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: options.timeZone,
                                                       passwordHash: hashes.isEmpty ? nil : hashes[index % hashes.count],
+                                                      encodedForm: forms.isEmpty ? nil : forms[index % forms.count],
                                                       step: { name, micros in recorder.step(name, micros: micros) })
         guard let error else {
             registered.withLock { _ = $0.insert(who.patientID) }
@@ -106,9 +113,11 @@ public enum RegisterLoad {
     /// `/register_user` (new password = the temporary one, so the same credentials can register again), and
     /// `/download_surveys` when `options.download` is set. Returns nil on success, else an error key
     /// (`register_user:403:invalid_credentials`, `transport:connect_failed`). `step` gets each step's latency (µs);
-    /// `passwordHash`, when given, is `who`'s password as the device sends it (computed here otherwise).
+    /// `passwordHash`, when given, is `who`'s password as the device sends it (computed here otherwise);
+    /// `encodedForm`, when given (only without a relay), is ``registrationForm(who:passwordHash:timeZone:token:)``
+    /// already encoded, to which the iteration's `device_id` is appended.
     public static func registerDevice(_ options: RegisterLoadOptions, server: String? = nil, http: any HTTPTransport, who: AdminWire.Credentials,
-                                      index: Int, timeZone: String, passwordHash: String? = nil,
+                                      index: Int, timeZone: String, passwordHash: String? = nil, encodedForm: String? = nil,
                                       step: @Sendable (String, UInt64) -> Void = { _, _ in }) async -> String? {
         let server = server ?? options.server
         let suffix = options.ios ? "/ios" : ""
@@ -124,7 +133,7 @@ public enum RegisterLoad {
                 return response.status == 200 ? nil : "health:\(response.status)"
             }
             let hashed = passwordHash ?? BeiwePassword.deviceHash(who.password)
-            var token = "load-\(who.patientID)"
+            var token = fixedToken(who)
             if let relay = options.relay {
                 let response = try await timed("relay_token") {
                     try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: options.ios ? "ios" : "android", appID: "load")))
@@ -134,15 +143,15 @@ public enum RegisterLoad {
                 }
                 token = t
             }
-            var form = FormBody()
-            form["patient_id"] = who.patientID
-            form["password"] = hashed
-            form["device_id"] = "load-device-\(index)"
-            form["new_password"] = who.password
-            form["phone_number"] = "NOT_SUPPLIED"
-            form["timezone"] = timeZone
-            form["fcm_token"] = token
-            let registered = try await timed("register") { try await http.send(.form(server + "/register_user" + suffix, form.encoded())) }
+            // The device id names the iteration: letters, digits and dashes, nothing to escape.
+            let device = "&device_id=load-device-\(index)"
+            let body: String
+            if let encodedForm, options.relay == nil {
+                body = encodedForm + device
+            } else {
+                body = registrationForm(who: who, passwordHash: hashed, timeZone: timeZone, token: token).encoded() + device
+            }
+            let registered = try await timed("register") { try await http.send(.form(server + "/register_user" + suffix, body)) }
             guard registered.status == 200 else {
                 return "register_user:\(registered.status)" + ((try? registered.decode(ErrorBody.self)).map { ":" + $0.error.code } ?? "")
             }
@@ -160,6 +169,22 @@ public enum RegisterLoad {
         } catch {
             return "tool:\(error)"
         }
+    }
+
+    /// The `fcm_token` a device registers with when no relay gives it one.
+    static func fixedToken(_ who: AdminWire.Credentials) -> String { "load-\(who.patientID)" }
+
+    /// A device's `/register_user` form but its `device_id`: the participant, the password as the device sends it, the
+    /// new password (the temporary one, so the same credentials register again), the zone and the push token.
+    public static func registrationForm(who: AdminWire.Credentials, passwordHash: String, timeZone: String, token: String) -> FormBody {
+        var form = FormBody()
+        form["patient_id"] = who.patientID
+        form["password"] = passwordHash
+        form["new_password"] = who.password
+        form["phone_number"] = "NOT_SUPPLIED"
+        form["timezone"] = timeZone
+        form["fcm_token"] = token
+        return form
     }
 
     /// Warnings about a run's set-up (printed before it starts).
