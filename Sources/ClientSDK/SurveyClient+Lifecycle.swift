@@ -30,19 +30,19 @@ extension SurveyClient {
         }
         let task = Task { try await self.performStart() }
         startTask = task
-        let outcome: Result<Void, SurveyClientError>
+        let failure: SurveyClientError?
         do throws(SurveyClientError) {
             try await Self.awaitStart(task)
-            outcome = .success(())
+            failure = nil
         } catch {
-            outcome = .failure(error)
+            failure = error
         }
         if startTask == task { startTask = nil }
         // A first start that failed ends what it began (the stream opened before the registration, the retries).
-        if lifecycle.event(.startEnded(number: number, succeeded: (try? outcome.get()) != nil)) == .undo {
+        if lifecycle.event(.startEnded(number: number, succeeded: failure == nil)) == .undo {
             await stopBackground()
         }
-        try outcome.get()
+        if let failure { throw failure }
     }
 
     static func awaitStart(_ task: Task<Void, any Error>) async throws(SurveyClientError) {

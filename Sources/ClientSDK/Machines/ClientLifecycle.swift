@@ -68,24 +68,21 @@ struct ClientLifecycle: Sendable, Equatable {
             // Stopped or closed meanwhile (then maybe started again: the number is another): that call ends what
             // this start began.
             return .none
-        case (.closed, .stopRequested):
+        case (.closed, .stopRequested), (.closed, .closeRequested):
             return .none
-        case (.starting, .stopRequested):
-            phase = .idle
-            return .stop(cancellingStart: true)
-        case (.idle, .stopRequested), (.running, .stopRequested):
+        case (_, .stopRequested):
             // Idle too: a client never started may run retries (an upload that failed, an app-handed push's fetch).
-            phase = .idle
-            return .stop(cancellingStart: false)
-        case (.closed, .closeRequested):
-            return .none
-        case (.starting, .closeRequested):
-            phase = .closed
-            return .close(cancellingStart: true)
-        case (.idle, .closeRequested), (.running, .closeRequested):
-            phase = .closed
-            return .close(cancellingStart: false)
+            defer { phase = .idle }
+            return .stop(cancellingStart: isStarting)
+        case (_, .closeRequested):
+            defer { phase = .closed }
+            return .close(cancellingStart: isStarting)
         }
+    }
+
+    private var isStarting: Bool {
+        if case .starting = phase { return true }
+        return false
     }
 
     var isClosed: Bool { phase == .closed }

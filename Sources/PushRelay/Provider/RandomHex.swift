@@ -53,25 +53,14 @@ enum RandomHex {
         var (high, low) = generator.withLock { ($0.next(), $0.next()) }
         high = (high & ~0xF000) | 0x4000                               // version 4
         low = (low & ~(0xC000 << 48)) | (0x8000 << 48)                 // variant 10
-        let text = hexDigits(high, 16) + hexDigits(low, 16)
-        let bytes = Array(text.utf8)
         var out = [UInt8]()
         out.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
+        for index in 0..<32 {
             if index == 8 || index == 12 || index == 16 || index == 20 { out.append(UInt8(ascii: "-")) }
-            out.append(byte)
+            let word = index < 16 ? high : low
+            out.append(digits[Int((word >> UInt64(60 - 4 * (index % 16))) & 0xF)])
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private static func hexDigits(_ value: UInt64, _ count: Int) -> String {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var value = value
-        for index in stride(from: count - 1, through: 0, by: -1) {
-            bytes[index] = digits[Int(value & 0xF)]
-            value >>= 4
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func hex<Generator: RandomNumberGenerator>(_ count: Int, using generator: inout Generator) -> String {
