@@ -1,19 +1,18 @@
 import NIOCore
-import NIOHTTP1
 import Transport
 
-/// One connection of the loop client, behind NIO's HTTP/1 client codec: writes a request, collects its response (whole,
-/// or as a stream's chunks), and tells its owner when the connection is free again or gone. Lives on its channel's
-/// event loop; every method is called there.
+/// One connection of the loop client: writes a request (``LoopRequestEncoder``), reads its response with a
+/// ``LoopResponseParser`` (whole, or as a stream's chunks), and tells its owner when the connection is free again or
+/// gone. Lives on its channel's event loop; every method is called there.
 final class LoopExchangeHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     /// A request whose whole response is awaited.
     struct Buffered {
         var promise: EventLoopPromise<TransportResponse>
         var reused: Bool
-        var head: HTTPResponseHead?
+        var head: LoopResponseParser.Head?
         var body: ByteBuffer?
         var timeout: Scheduled<Void>?
         /// For a request on a reused connection: sends it again on another connection if this one closes before any of
@@ -36,6 +35,9 @@ final class LoopExchangeHandler: ChannelInboundHandler {
 
     private(set) var state = State.idle
     private var context: ChannelHandlerContext?
+    private var parser = LoopResponseParser()
+    /// Bytes read and not yet parsed.
+    private var unread: ByteBuffer?
     /// Called when a response has been read whole: `true` when the connection may carry another request.
     var onDone: (Bool) -> Void = { _ in }
     /// Called once, when the connection has closed.
@@ -66,17 +68,11 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     }
 
     private func write(_ request: TransportRequest, path: String, target: LoopTarget, context: ChannelHandlerContext) {
-        var head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method), uri: path)
-        head.headers.reserveCapacity(request.headers.count + 2)
-        head.headers.add(name: "Host", value: target.hostHeader)
-        for header in request.headers { head.headers.add(name: header.name, value: header.value) }
-        let body = request.body ?? []
-        if !body.isEmpty || request.method == "POST" || request.method == "PUT" || request.method == "PATCH" {
-            head.headers.replaceOrAdd(name: "Content-Length", value: String(body.count))
-        }
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
-        if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil) }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        unread = nil
+        parser.expect(head: request.method == "HEAD")
+        var bytes = context.channel.allocator.buffer(capacity: 0)
+        LoopRequestEncoder.encode(request, path: path, host: target.hostHeader, into: &bytes)
+        context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
 
     /// Closes the connection (a response that did not allow another request on it).
@@ -91,40 +87,72 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
-        switch state {
-        case .buffered(var exchange):
-            switch part {
-            case .head(let head):
-                exchange.head = head
-                state = .buffered(exchange)
-            case .body(var bytes):
-                if exchange.body == nil { exchange.body = bytes } else { exchange.body!.writeBuffer(&bytes) }
-                state = .buffered(exchange)
-            case .end:
-                exchange.timeout?.cancel()
-                state = .idle
-                let head = exchange.head
-                let body = exchange.body.map { Array($0.readableBytesView) } ?? []
-                let response = TransportResponse(status: Int(head?.status.code ?? 0),
-                                                 headers: head?.headers.map { (name: $0.name, value: $0.value) } ?? [],
-                                                 body: body, connectionReused: exchange.reused)
-                exchange.promise.succeed(response)
-                onDone(head?.isKeepAlive ?? false)
-            }
-        case .streaming(var exchange):
-            switch part {
-            case .head(let head):
-                exchange.head?.succeed((Int(head.status.code), head.headers.map { (name: $0.name, value: $0.value) }))
-                exchange.head = nil
-                state = .streaming(exchange)
-            case .body(let bytes):
-                exchange.chunks.yield(Array(bytes.readableBytesView))
-            case .end:
-                state = .closed
-                exchange.chunks.finish()
+        var incoming = unwrapInboundIn(data)
+        guard case .idle = state else {
+            if unread == nil { unread = incoming } else { unread!.writeBuffer(&incoming) }
+            return drain(context: context)
+        }
+        // Nothing was asked: bytes between responses are not an answer to anything.
+    }
+
+    /// Performs what the parser reads from `unread` until it needs more bytes or the response has ended.
+    private func drain(context: ChannelHandlerContext) {
+        guard var bytes = unread else { return }
+        unread = nil
+        while true {
+            let step = parser.next(&bytes)
+            switch step {
+            case .needMore:
+                if bytes.readableBytes > 0 { unread = bytes }
+                return
+            case .end(let keepAlive):
+                // Whatever follows the response is no answer; the owner may send the next request from `ended`.
+                ended(keepAlive: keepAlive, context: context)
+                return
+            case .invalid(let message):
+                fail(TransportError(code: "invalid_response", message: message))
                 context.close(promise: nil)
+                return
+            case .head(let head):
+                switch state {
+                case .buffered(var exchange):
+                    exchange.head = head
+                    state = .buffered(exchange)
+                case .streaming(var exchange):
+                    exchange.head?.succeed((head.status, head.headers))
+                    exchange.head = nil
+                    state = .streaming(exchange)
+                case .idle, .closed:
+                    break
+                }
+            case .body(var piece):
+                switch state {
+                case .buffered(var exchange):
+                    if exchange.body == nil { exchange.body = piece } else { exchange.body!.writeBuffer(&piece) }
+                    state = .buffered(exchange)
+                case .streaming(let exchange):
+                    exchange.chunks.yield(Array(piece.readableBytesView))
+                case .idle, .closed:
+                    break
+                }
             }
+        }
+    }
+
+    private func ended(keepAlive: Bool, context: ChannelHandlerContext?) {
+        switch state {
+        case .buffered(let exchange):
+            exchange.timeout?.cancel()
+            state = .idle
+            let body = exchange.body.map { Array($0.readableBytesView) } ?? []
+            let response = TransportResponse(status: exchange.head?.status ?? 0, headers: exchange.head?.headers ?? [],
+                                             body: body, connectionReused: exchange.reused)
+            exchange.promise.succeed(response)
+            onDone(keepAlive)
+        case .streaming(let exchange):
+            state = .closed
+            exchange.chunks.finish()
+            context?.close(promise: nil)
         case .idle, .closed:
             break
         }
@@ -136,6 +164,11 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        switch parser.closed() {
+        case .end(let keepAlive): ended(keepAlive: keepAlive, context: nil)
+        case .invalid(let message): fail(TransportError(code: "connection_closed", message: message))
+        default: break
+        }
         fail(TransportError(code: "connection_closed", message: "the server closed the connection before the whole response"))
         self.context = nil
         onClosed()
@@ -147,7 +180,7 @@ final class LoopExchangeHandler: ChannelInboundHandler {
         switch state {
         case .buffered(let exchange):
             exchange.timeout?.cancel()
-            if exchange.head == nil, let resend = exchange.resend {
+            if exchange.head == nil, !parser.hasBegun, let resend = exchange.resend {
                 state = .closed
                 resend()
                 return
