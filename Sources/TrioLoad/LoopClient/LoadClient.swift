@@ -12,7 +12,7 @@ public enum LoadClient: String, Sendable, CaseIterable {
     /// The loop client for a run, when this is `nio`; `fallback` serves what it does not (https).
     func make(maxConnectionsPerHost: Int, timeout: Duration?, fallback: TransportClient) -> LoopHTTPClient? {
         guard self == .nio else { return nil }
-        return LoopHTTPClient(threads: System.coreCount, maxConnectionsPerHost: maxConnectionsPerHost, defaultTimeout: timeout ?? .seconds(30),
+        return LoopHTTPClient(threads: UsableCores.count(), maxConnectionsPerHost: maxConnectionsPerHost, defaultTimeout: timeout ?? .seconds(30),
                               connectTimeout: .seconds(5), fallback: fallback)
     }
 }
