@@ -209,10 +209,11 @@ public enum RegisterLoad {
         var engine = LoadEngine(model: options.model, warmup: options.warmup, duration: options.duration)
         engine.loops = loops?.executors ?? []
         let outcome = await engine.run(plugin, progress: progress)
-        await loops?.shutdown()
         let registered = plugin.registered.withLock { $0 }
+        // The check's requests go through the loops too, its lanes running on them, while they run.
         let (correct, correctness) = options.healthOnly ? (nil, "not checked (health baseline)")
-            : await verify(options, http: http, registered: registered, since: wallStart)
+            : await verify(options, http: loops ?? http, on: loops?.executors ?? [], registered: registered, since: wallStart)
+        await loops?.shutdown()
         var report = outcome.report(scenario: options.healthOnly ? "health"
                                         : "register" + (options.relay == nil ? "" : "+relay_token") + (options.download ? "+download_surveys" : ""),
                                     target: options.servers.joined(separator: ","), correct: correct, correctness: correctness)
@@ -223,8 +224,9 @@ public enum RegisterLoad {
     }
 
     /// The correctness pass: every participant this run registered has a `last_registered_at` inside the run on the
-    /// server (`GET /__admin/participants/{id}`). `auto` makes it only where `/__admin/health` answers 200.
-    static func verify(_ options: RegisterLoadOptions, http: TransportClient, registered: Set<String>, since: Date) async -> (Bool?, String) {
+    /// server (`GET /__admin/participants/{id}`). `auto` makes it only where `/__admin/health` answers 200. Its lanes
+    /// run on `executors` in turn (the loop client's loops), when there are any.
+    static func verify(_ options: RegisterLoadOptions, http: any HTTPTransport, on executors: [any TaskExecutor] = [], registered: Set<String>, since: Date) async -> (Bool?, String) {
         if options.verify == .off { return (nil, "not checked (--verify off)") }
         let admin = options.server + "/__admin"
         let healthy = (try? await http.send(TransportRequest(url: admin + "/health")).status) == 200
@@ -240,7 +242,7 @@ public enum RegisterLoad {
         let lanes = 16
         let (ok, examples) = await withTaskGroup(of: (Int, [String]).self) { group in
             for lane in 0..<lanes {
-                group.addTask {
+                group.addTask(executorPreference: executors.isEmpty ? nil : executors[lane % executors.count]) {
                     var confirmed = 0
                     var problems: [String] = []
                     var i = lane
