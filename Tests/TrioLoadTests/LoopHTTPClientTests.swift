@@ -176,6 +176,29 @@ import Transport
         }
     }
 
+    @Test func aShorterTimeoutSentLaterFiresFirst() async throws {
+        // One deadline check per loop, set for the earliest deadline: a later request with a nearer deadline moves it.
+        try await with(max: 4) { server, http in
+            let clock = ContinuousClock()
+            let start = clock.now
+            async let long: Duration = {
+                _ = try? await http.send(TransportRequest(url: server.url + "/silent", timeout: .seconds(3)))
+                return start.duration(to: clock.now)
+            }()
+            try await Task.sleep(for: .milliseconds(50))
+            let short = TransportRequest(url: server.url + "/silent", timeout: .milliseconds(150))
+            do {
+                _ = try await http.send(short)
+                Issue.record("/silent answered")
+            } catch let error as TransportError {
+                #expect(error.code == "timeout")
+            }
+            let shortTook = start.duration(to: clock.now)
+            #expect(shortTook < .seconds(2), "the 150 ms request waited for the 3 s one's deadline: \(shortTook)")
+            #expect(await long >= .seconds(3))
+        }
+    }
+
     @Test func aRefusedConnectionIsConnectFailed() async throws {
         let server = try await Server()
         let url = server.url

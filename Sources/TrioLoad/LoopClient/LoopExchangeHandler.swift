@@ -14,7 +14,8 @@ final class LoopExchangeHandler: ChannelInboundHandler {
         var reused: Bool
         var head: LoopResponseParser.Head?
         var body: ByteBuffer?
-        var timeout: Scheduled<Void>?
+        /// When the request fails with `timeout` (the pool's deadline check, ``LoopPool``, calls ``timedOut()``).
+        var deadline: NIODeadline
         /// For a request on a reused connection: sends it again on another connection if this one closes before any of
         /// the answer arrived (the server closed it while idle, as the request went out), as libcurl does.
         var resend: (() -> Void)?
@@ -77,6 +78,12 @@ final class LoopExchangeHandler: ChannelInboundHandler {
 
     /// Closes the connection (a response that did not allow another request on it).
     func close() { context?.close(promise: nil) }
+
+    /// The deadline of the request in flight, if one is.
+    var deadline: NIODeadline? {
+        if case .buffered(let exchange) = state { return exchange.deadline }
+        return nil
+    }
 
     /// The request in flight took too long: it fails with `timeout` and the connection closes.
     func timedOut() {
@@ -142,7 +149,6 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     private func ended(keepAlive: Bool, context: ChannelHandlerContext?) {
         switch state {
         case .buffered(let exchange):
-            exchange.timeout?.cancel()
             state = .idle
             let body = exchange.body.map { Array($0.readableBytesView) } ?? []
             let response = TransportResponse(status: exchange.head?.status ?? 0, headers: exchange.head?.headers ?? [],
@@ -179,7 +185,6 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     private func fail(_ error: TransportError) {
         switch state {
         case .buffered(let exchange):
-            exchange.timeout?.cancel()
             if exchange.head == nil, !parser.hasBegun, let resend = exchange.resend {
                 state = .closed
                 resend()
