@@ -49,6 +49,8 @@ import Transport
 
     static let sized = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
     static let chunked = "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;ext=1\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: 1\r\n\r\n"
+    /// The same with bare line feeds, which llhttp (and so NIO's codec) accepted.
+    static let bareLF = "HTTP/1.1 201 Created\nTransfer-Encoding: chunked\n\n5\nhello\n1;ext=1\n \n5\nworld\n0\nX-Trailer: 1\n\n"
 
     @Test func aSizedResponseReadsWhole() {
         let result = read(Self.sized)
@@ -59,7 +61,7 @@ import Transport
     }
 
     @Test func everySplitOfASizedOrChunkedResponseReadsTheSame() {
-        for text in [Self.sized, Self.chunked] {
+        for text in [Self.sized, Self.chunked, Self.bareLF] {
             let whole = read(text)
             #expect(whole.invalid == nil)
             for split in 1..<text.utf8.count {
@@ -75,6 +77,12 @@ import Transport
         #expect(String(decoding: result.body, as: UTF8.self) == "hello world")
         #expect(result.keepAlive == true)
         #expect(result.left.isEmpty)
+    }
+
+    @Test func bareLineFeedsReadAsCRLF() {
+        #expect(read(Self.bareLF) == read(Self.chunked))
+        let mixed = read("HTTP/1.1 200 OK\r\nContent-Length: 2\n\r\nok")
+        #expect(mixed.head?.status == 200 && mixed.body == Array("ok".utf8) && mixed.keepAlive == true)
     }
 
     @Test func connectionCloseAndHTTP10DecideWhetherTheConnectionIsKept() {

@@ -91,8 +91,13 @@ struct LoopResponseParser {
             state = piece.readableBytes == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - piece.readableBytes)
             return .body(piece)
         case .chunkDataEnd:
-            guard buffer.readableBytes >= 2 else { return .needMore }
-            guard buffer.readInteger(as: UInt16.self) == 0x0D0A else { return fail("a chunk not followed by CRLF") }
+            guard let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return .needMore }
+            if first == 0x0A {
+                buffer.moveReaderIndex(forwardBy: 1)
+            } else {
+                guard buffer.readableBytes >= 2 else { return .needMore }
+                guard buffer.readInteger(as: UInt16.self) == 0x0D0A else { return fail("a chunk not followed by CRLF") }
+            }
             state = .chunkSize
             return next(&buffer)
         case .trailers:
@@ -145,21 +150,25 @@ struct LoopResponseParser {
 
     private mutating func readHead(_ buffer: inout ByteBuffer, scanned: Int) -> Step {
         let readable = buffer.readableBytes
-        let found: Int? = buffer.withUnsafeReadableBytes { bytes in
+        // The blank line that ends the head: CRLF CRLF, or bare LFs (accepted, as llhttp does).
+        let found: (end: Int, length: Int)? = buffer.withUnsafeReadableBytes { bytes in
             var index = max(0, scanned - 3)
-            while index + 3 < bytes.count {
-                if bytes[index + 3] == 0x0A, bytes[index + 2] == 0x0D, bytes[index + 1] == 0x0A, bytes[index] == 0x0D { return index }
+            while index < bytes.count {
+                if bytes[index] == 0x0A {
+                    if index + 1 < bytes.count, bytes[index + 1] == 0x0A { return (index + 1, 1) }
+                    if index + 2 < bytes.count, bytes[index + 1] == 0x0D, bytes[index + 2] == 0x0A { return (index + 1, 2) }
+                }
                 index += 1
             }
             return nil
         }
-        guard let end = found else {
+        guard let (end, terminator) = found else {
             if readable > Self.maxHeadBytes { return fail("a response head over \(Self.maxHeadBytes) bytes") }
             state = .head(scanned: readable)
             return .needMore
         }
         let parsed = buffer.withUnsafeReadableBytes { Self.parseHead(UnsafeRawBufferPointer(rebasing: $0[..<end])) }
-        buffer.moveReaderIndex(forwardBy: end + 4)
+        buffer.moveReaderIndex(forwardBy: end + terminator)
         guard case .success(let (head, version11, framing)) = parsed else {
             if case .failure(let failure) = parsed { return fail(failure.message) }
             return fail("unreadable head")
