@@ -10,7 +10,8 @@ final class LoopExchangeHandler: ChannelInboundHandler {
 
     /// A request whose whole response is awaited.
     struct Buffered {
-        var promise: EventLoopPromise<TransportResponse>
+        /// The awaiting request, resumed exactly once: with the response, or with why there is none.
+        var reply: LoopReply
         var reused: Bool
         var head: LoopResponseParser.Head?
         var body: ByteBuffer?
@@ -49,7 +50,7 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     /// Writes `request` (to `path` on `target`) and collects its response into `exchange`.
     func send(_ request: TransportRequest, path: String, target: LoopTarget, exchange: Buffered) {
         guard case .idle = state, let context else {
-            exchange.promise.fail(TransportError(code: "connection_closed", message: "the connection closed before the request was sent"))
+            exchange.reply.fail(TransportError(code: "connection_closed", message: "the connection closed before the request was sent"))
             return
         }
         state = .buffered(exchange)
@@ -89,7 +90,7 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     func timedOut() {
         guard case .buffered(let exchange) = state else { return }
         state = .closed
-        exchange.promise.fail(TransportError(code: "timeout", message: "no whole response within the request's timeout"))
+        exchange.reply.fail(TransportError(code: "timeout", message: "no whole response within the request's timeout"))
         context?.close(promise: nil)
     }
 
@@ -153,7 +154,7 @@ final class LoopExchangeHandler: ChannelInboundHandler {
             let body = exchange.body.map { Array($0.readableBytesView) } ?? []
             let response = TransportResponse(status: exchange.head?.status ?? 0, headers: exchange.head?.headers ?? [],
                                              body: body, connectionReused: exchange.reused)
-            exchange.promise.succeed(response)
+            exchange.reply.succeed(response)
             onDone(keepAlive)
         case .streaming(let exchange):
             state = .closed
@@ -190,7 +191,7 @@ final class LoopExchangeHandler: ChannelInboundHandler {
                 resend()
                 return
             }
-            exchange.promise.fail(error)
+            exchange.reply.fail(error)
         case .streaming(let exchange):
             exchange.head?.fail(error)
             exchange.chunks.finish(throwing: error)

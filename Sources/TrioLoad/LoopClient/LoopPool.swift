@@ -11,7 +11,7 @@ final class LoopPool {
     struct Pending {
         var request: TransportRequest
         var path: String
-        var promise: EventLoopPromise<TransportResponse>
+        var reply: LoopReply
         var timeout: TimeAmount
         /// Already sent once on a reused connection that closed before answering.
         var resent = false
@@ -48,7 +48,7 @@ final class LoopPool {
                     pool.value.connections.append(handler.value)
                     pool.value.start(pending, on: handler.value, target: target, reused: false)
                 case .failure(let error):
-                    pending.promise.fail(error as? TransportError ?? TransportError(code: "connect_failed", message: "\(error)"))
+                    pending.reply.fail(error as? TransportError ?? TransportError(code: "connect_failed", message: "\(error)"))
                     pool.value.closed(target)
                 }
             }
@@ -67,7 +67,7 @@ final class LoopPool {
         handler.onClosed = { self.closed(target, handler: handler) }
         let deadline = NIODeadline.now() + pending.timeout
         checkDeadlines(by: deadline)
-        var exchange = LoopExchangeHandler.Buffered(promise: pending.promise, reused: reused, deadline: deadline)
+        var exchange = LoopExchangeHandler.Buffered(reply: pending.reply, reused: reused, deadline: deadline)
         if reused, !pending.resent {
             var again = pending
             again.resent = true
