@@ -40,6 +40,8 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     private var parser = LoopResponseParser()
     /// Bytes read and not yet parsed.
     private var unread: ByteBuffer?
+    /// The `Host` header of this connection's requests (one target per connection), made at its first request.
+    private var hostHeader: String?
     /// Called when a response has been read whole: `true` when the connection may carry another request.
     var onDone: (Bool) -> Void = { _ in }
     /// Called once, when the connection has closed.
@@ -73,7 +75,8 @@ final class LoopExchangeHandler: ChannelInboundHandler {
         unread = nil
         parser.expect(head: request.method == "HEAD")
         var bytes = context.channel.allocator.buffer(capacity: 0)
-        LoopRequestEncoder.encode(request, path: path, host: target.hostHeader, into: &bytes)
+        if hostHeader == nil { hostHeader = target.hostHeader }
+        LoopRequestEncoder.encode(request, path: path, host: hostHeader!, into: &bytes)
         context.writeAndFlush(wrapOutboundOut(bytes), promise: nil)
     }
 

@@ -4,9 +4,9 @@ struct LoopTarget: Hashable, Sendable {
     var host: String
     var port: Int
 
-    /// The `Host` header's value.
+    /// The `Host` header's value (a connection makes it once: ``LoopExchangeHandler``).
     var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 80 ? name : "\(name):\(port)"
     }
 
