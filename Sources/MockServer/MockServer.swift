@@ -94,7 +94,7 @@ public struct MockServer: Sendable {
                 responder: makeRouter().buildResponder(), bodyCap: max(configuration.maxBodyBytes, configuration.maxUploadBytes) + 1,
                 serverName: options.serviceName, logger: context.logger, limits: options.connections)
             try await ServerLauncher.run(
-                childChannel: connections, eventLoopThreads: System.coreCount, options: options, bound: context.bound,
+                childChannel: connections, eventLoopThreads: UsableCores.count(), options: options, bound: context.bound,
                 services: [SchedulerService(context: context)], logger: context.logger)
         } catch {
             await context.store.close()

@@ -176,8 +176,9 @@ public struct PushRelayServer: Sendable {
         // work through, and a request on a loop behind such a burst waits for all of it. With more loops than cores the
         // kernel shares the CPU between them, and each has a smaller part of the burst ahead of a request (measured on
         // 2 cores, 18,000 streams reconnecting: the slowest health answer 0.68–0.79 s with 4 loops, 1.2–1.8 s with 2).
+        // The cores are those the relay may run on (one under `taskset -c 0`), not the machine's.
         try await ServerLauncher.run(
-            childChannel: connections, eventLoopThreads: 2 * System.coreCount, options: options, bound: bound,
+            childChannel: connections, eventLoopThreads: 2 * UsableCores.count(), options: options, bound: bound,
             services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], secondary: secondary,
             logger: logger)
     }

@@ -1,4 +1,5 @@
 import NIOCore
+import ServerSupport
 import Transport
 
 /// Which HTTP client a load run's iterations use.

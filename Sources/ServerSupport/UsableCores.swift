@@ -1,11 +1,13 @@
 import Foundation
 import NIOCore
 
-/// How many cores this process may run on: its CPU affinity (what `taskset -c 1` sets), at most NIO's count (which
-/// reads cgroup quotas and cpusets but not the affinity). The loop client makes one event loop per usable core: two
-/// loops on one pinned core only take turns on it, paying a context switch at every turn.
-enum UsableCores {
-    static func count() -> Int {
+/// How many cores this process may run on: its CPU affinity (what `taskset -c 0` sets), at most NIO's count (which
+/// reads cgroup quotas and cpusets but not the affinity), as Go's `GOMAXPROCS` and Java's `availableProcessors` read
+/// it. The servers and the load tool size their event loops by it: loops beyond the cores a process may use only take
+/// turns on them, paying a context switch and an eventfd wake-up at every hop between them.
+package enum UsableCores {
+    /// The usable cores, at least 1.
+    package static func count() -> Int {
         let limit = System.coreCount
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
               let allowed = parse(status: status) else { return limit }
@@ -13,7 +15,7 @@ enum UsableCores {
     }
 
     /// The number of bits set in the `Cpus_allowed:` line (hexadecimal, in comma-separated groups), nil without one.
-    static func parse(status: String) -> Int? {
+    package static func parse(status: String) -> Int? {
         for line in status.split(separator: "\n") where line.hasPrefix("Cpus_allowed:") {
             var bits = 0
             for character in line.dropFirst("Cpus_allowed:".count) where character != "," && !character.isWhitespace {
