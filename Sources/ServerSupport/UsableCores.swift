@@ -3,8 +3,8 @@ import NIOCore
 
 /// How many cores this process may run on: its CPU affinity (what `taskset -c 0` sets), at most NIO's count (which
 /// reads cgroup quotas and cpusets but not the affinity), as Go's `GOMAXPROCS` and Java's `availableProcessors` read
-/// it. The servers and the load tool size their event loops by it: loops beyond the cores a process may use only take
-/// turns on them, paying a context switch and an eventfd wake-up at every hop between them.
+/// it. The relay and the load tool size their event loops by it: loops beyond the cores a process may use take turns
+/// on them, with a context switch and an eventfd wake-up at hops between them.
 package enum UsableCores {
     /// The usable cores, at least 1.
     package static func count() -> Int {
