@@ -96,6 +96,65 @@ import Transport
         }
     }
 
+    /// Answers every request it reads (a head ending in a blank line) with `answer`'s bytes as they are, then closes the
+    /// connection when `close`: for answers NIO's server codec would not write (framing by close, bare bytes).
+    final class RawServer: Sendable {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel: any Channel
+
+        final class Reply: ChannelInboundHandler {
+            typealias InboundIn = ByteBuffer
+            typealias OutboundOut = ByteBuffer
+            let answer: String
+            let close: Bool
+            var seen = ""
+            init(answer: String, close: Bool) {
+                self.answer = answer
+                self.close = close
+            }
+
+            func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+                seen += String(buffer: unwrapInboundIn(data))
+                while let end = seen.range(of: "\r\n\r\n") {
+                    seen.removeSubrange(..<end.upperBound)
+                    let channel = context.channel
+                    let close = self.close
+                    context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(string: answer))).whenComplete { _ in
+                        if close { channel.close(promise: nil) }
+                    }
+                }
+            }
+        }
+
+        init(answer: String, close: Bool = false) async throws {
+            channel = try await ServerBootstrap(group: group)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Reply(answer: answer, close: close)) }
+                }
+                .bind(host: "127.0.0.1", port: 0).get()
+        }
+
+        var url: String { "http://127.0.0.1:\(channel.localAddress!.port!)/" }
+
+        func stop() async throws {
+            try await channel.close()
+            try await group.shutdownGracefully()
+        }
+    }
+
+    /// What the loop client reads from a server that answers `answer` (and closes after it when `close`).
+    func exchange(_ answer: String, close: Bool = false, requests: Int = 1) async throws -> [Result<TransportResponse, TransportError>] {
+        let server = try await RawServer(answer: answer, close: close)
+        let http = client(max: 1, timeout: .seconds(5))
+        var results: [Result<TransportResponse, TransportError>] = []
+        for _ in 0..<requests {
+            do { results.append(.success(try await http.send(TransportRequest(url: server.url)))) } catch { results.append(.failure(error)) }
+        }
+        await http.shutdown()
+        try await server.stop()
+        return results
+    }
+
     func client(max: Int = 8, timeout: Duration = .seconds(30)) -> LoopHTTPClient {
         LoopHTTPClient(threads: 1, maxConnectionsPerHost: max, defaultTimeout: timeout, connectTimeout: .seconds(5),
                        fallback: TransportClient())
@@ -196,6 +255,26 @@ import Transport
             let shortTook = start.duration(to: clock.now)
             #expect(shortTook < .seconds(2), "the 150 ms request waited for the 3 s one's deadline: \(shortTook)")
             #expect(await long >= .seconds(3))
+        }
+    }
+
+    @Test func chunkedAndCloseDelimitedBodiesArriveWhole() async throws {
+        let chunked = try await exchange("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", requests: 2)
+        #expect(chunked.map { (try? $0.get())?.text } == ["hello world", "hello world"])
+        #expect((try? chunked[1].get())?.connectionReused == true)
+        let delimited = try await exchange("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end", close: true)
+        #expect((try? delimited[0].get())?.text == "until the end")
+    }
+
+    @Test func anAnswerThatIsNotHTTPIsInvalidResponse() async throws {
+        let results = try await exchange("SSH-2.0-OpenSSH_9.2\r\n\r\n", requests: 2)
+        for result in results {
+            guard case .failure(let error) = result else {
+                Issue.record("answered: \(result)")
+                continue
+            }
+            #expect(error.code == "invalid_response")
+            #expect(error.message.hasPrefix("not an HTTP/1.x status line"))
         }
     }
 
