@@ -174,12 +174,14 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // A body framed by the close ends here; inside any other response the close is the error (nothing between).
+        var message = "the server closed the connection before the whole response"
         switch parser.closed() {
         case .end(let keepAlive): ended(keepAlive: keepAlive, context: nil)
-        case .invalid(let message): fail(TransportError(code: "connection_closed", message: message))
+        case .invalid(let why): message = why
         default: break
         }
-        fail(TransportError(code: "connection_closed", message: "the server closed the connection before the whole response"))
+        fail(TransportError(code: "connection_closed", message: message))
         self.context = nil
         onClosed()
         onClosed = {}
@@ -189,7 +191,8 @@ final class LoopExchangeHandler: ChannelInboundHandler {
     private func fail(_ error: TransportError) {
         switch state {
         case .buffered(let exchange):
-            if exchange.head == nil, !parser.hasBegun, let resend = exchange.resend {
+            // Not a byte of the answer read (so no head either): the request may go again on another connection.
+            if !parser.hasBegun, let resend = exchange.resend {
                 state = .closed
                 resend()
                 return
