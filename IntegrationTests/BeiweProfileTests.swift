@@ -74,7 +74,7 @@ extension Integration {
             _ = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 120)
             let (first, after) = try await recorder.survey()
             #expect(first.surveyID == setup.surveyID)
-            #expect(first.entry.timings == nil)
+            #expect(try storedSpec(configuration.storageDirectory, first.surveyID)?["timings"] == nil)
             try await client.submit(answers: ["mood": "4"], for: first.surveyID)
             _ = try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 7 * 86_400)
             let (second, _) = try await recorder.survey(from: after)

@@ -58,7 +58,7 @@ final class ManualClock: Sendable {
             #expect(fired.map(\.surveyID) == [setup.surveyID])
             #expect(fired.first?.scheduleUUIDs == ["local-\(setup.surveyID)-2026-05-04T09:00"])
             let (stored, _) = try await recorder.survey()
-            #expect(stored.entry.content.count == 4)
+            #expect(stored.questions.count == 4)
             // Evaluating again at the same time fires nothing twice.
             #expect(try await client.runLocalSchedule().isEmpty)
             #expect(try await trio.admin.advanceClock(study: setup.study.studyID, seconds: 3600).fired.isEmpty)

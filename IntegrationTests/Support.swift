@@ -38,6 +38,12 @@ func temporaryDirectory(_ name: String = "device") -> URL {
     return url
 }
 
+/// The spec a device stored for `surveyID`, as the server served it (`surveys/<id>.json` under its storage directory).
+func storedSpec(_ storage: URL, _ surveyID: String) throws -> JSONValue? {
+    let data = try Data(contentsOf: storage.appendingPathComponent("surveys").appendingPathComponent("\(surveyID).json"))
+    return try WireJSON.decode(JSONValue.self, from: data)["entry"]
+}
+
 func clientConfiguration(_ trio: Trio, _ credentials: AdminWire.Credentials, platform: SurveyClientConfiguration.Platform = .android,
                          storage: URL = temporaryDirectory(), timeZone: String = "America/Chicago") -> SurveyClientConfiguration {
     SurveyClientConfiguration(serverURL: trio.server.url, relayURL: trio.relay.url, storageDirectory: storage,

@@ -28,7 +28,7 @@ extension SurveyClient {
             throw SurveyClientError(code: "submission_pending",
                                     message: "answers to \(surveyID) are already waiting to be uploaded; they are retried until the server takes them")
         }
-        let rows = Self.answerRows(for: stored.entry, answers: answers)
+        let rows = Self.answerRows(for: stored.questions, answers: answers)
         let body: String
         do {
             body = try BeiweFile.encrypt(lines: SurveyAnswersCSV.lines(for: rows), publicKey: RSAKey(publicKeyDER: [UInt8](der)))
@@ -142,18 +142,10 @@ extension SurveyClient {
     }
 
     /// Beiwe answer rows for a survey's questions (info text boxes are skipped).
-    static func answerRows(for entry: SurveyEntry, answers: [String: String]) -> [SurveyAnswer] {
-        entry.content.compactMap { question -> SurveyAnswer? in
-            guard let id = question["question_id"]?.stringValue, let type = question["question_type"]?.stringValue,
-                  type != "info_text_box" else { return nil }
-            let text = question["question_text"]?.stringValue ?? question["prompt"]?.stringValue ?? ""
-            var options = ""
-            if let list = question["answers"]?.arrayValue {
-                options = "[" + list.compactMap { $0["text"]?.stringValue }.joined(separator: "; ") + "]"
-            } else if let min = question["min"]?.stringValue, let max = question["max"]?.stringValue {
-                options = "\(min) - \(max)"
-            }
-            return SurveyAnswer(questionID: id, questionType: type, questionText: text, answerOptions: options, answer: answers[id] ?? "")
+    static func answerRows(for questions: [SurveyQuestion], answers: [String: String]) -> [SurveyAnswer] {
+        questions.filter(\.takesAnswer).map { question in
+            SurveyAnswer(questionID: question.id, questionType: question.kind.rawValue, questionText: question.text,
+                         answerOptions: question.answerOptions, answer: answers[question.id] ?? "")
         }
     }
 }

@@ -35,7 +35,7 @@ public enum DeviceEventLine {
         case .streamReconnecting(let reason):
             return ["event": "stream_reconnecting", "reason": .string(reason)]
         case .surveyAvailable(let survey):
-            return ["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.entry.name),
+            return ["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.name),
                     "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)]
         case .surveyWithdrawn(let survey, let uuids):
             return ["event": "survey_withdrawn", "survey_id": .string(survey), "schedule_uuids": .array(uuids.map { .string($0) })]

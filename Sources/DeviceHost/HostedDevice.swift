@@ -123,9 +123,7 @@ actor HostedDevice {
     /// Every question of `survey` answered with `value`.
     static func answers(_ survey: StoredSurvey, _ value: String) -> [String: String] {
         var answers: [String: String] = [:]
-        for question in survey.entry.content {
-            if let id = question["question_id"]?.stringValue { answers[id] = value }
-        }
+        for question in survey.questions where question.takesAnswer { answers[question.id] = value }
         return answers
     }
 }

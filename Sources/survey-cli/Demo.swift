@@ -83,7 +83,7 @@ struct Demo: AsyncParsableCommand {
             }
         }
         guard let stored else { throw DemoError("the survey never arrived") }
-        say("[5/9] spec stored on the device: \"\(stored.entry.name)\" with \(stored.entry.content.count) questions; pending: \(await client.pendingSurveys().count)")
+        say("[5/9] spec stored on the device: \"\(stored.name)\" with \(stored.questions.count) questions; pending: \(await client.pendingSurveys().count)")
 
         try await client.submit(answers: ["mood": "7", "note": "slept well"], for: surveyID)
         say("[6/9] answers encrypted and uploaded; pending surveys now: \(await client.pendingSurveys().count)")

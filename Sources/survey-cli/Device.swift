@@ -227,9 +227,7 @@ struct DeviceListen: AsyncParsableCommand {
 
     static func answer(_ client: SurveyClient, _ survey: StoredSurvey, _ value: String) async throws {
         var answers: [String: String] = [:]
-        for question in survey.entry.content {
-            if let id = question["question_id"]?.stringValue { answers[id] = value }
-        }
+        for question in survey.questions where question.takesAnswer { answers[question.id] = value }
         try await client.submit(answers: answers, for: survey.surveyID)
     }
 }

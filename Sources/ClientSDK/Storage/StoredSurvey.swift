@@ -1,10 +1,10 @@
 import Foundation
 import SurveyWire
 
-/// A survey spec kept on disk from the push that announced it until its answers are accepted.
+/// A survey kept on disk from the push (or the device's schedule) that announced it until its answers are accepted.
 public struct StoredSurvey: Sendable, Codable, Equatable {
-    /// The spec as `/download_survey` served it.
-    public var entry: SurveyEntry
+    /// The spec as `/download_survey` served it, kept whole (keys this SDK does not read survive on disk).
+    var entry: SurveyEntry
     /// Schedule uuids of the occurrences this survey answers.
     public var scheduleUUIDs: [String]
     /// The push's `sent_time` (Beiwe form, UTC).
@@ -14,9 +14,14 @@ public struct StoredSurvey: Sendable, Codable, Equatable {
 
     /// The survey's id.
     public var surveyID: String { entry.id }
+    /// The survey's display name.
+    public var name: String { entry.name }
+    /// `tracking_survey` or `audio_survey`.
+    public var surveyType: String { entry.surveyType }
+    /// The questions, in order (items of the spec that are not questions are left out).
+    public var questions: [SurveyQuestion] { entry.content.compactMap(SurveyQuestion.init) }
 
-    /// Creates the value from its fields.
-    public init(entry: SurveyEntry, scheduleUUIDs: [String], sentTime: String, receivedAt: String) {
+    init(entry: SurveyEntry, scheduleUUIDs: [String], sentTime: String, receivedAt: String) {
         self.entry = entry
         self.scheduleUUIDs = scheduleUUIDs
         self.sentTime = sentTime
