@@ -9,6 +9,11 @@ import TrioTesting
 extension Integration {
 /// Feature configuration from the mock server, and messaging on a real SDK client against it.
 @Suite(.timeLimit(.minutes(2))) struct MessagingFlowTests {
+    /// The `messaging` feature read as an app's own type (its messages by key, each kept as JSON).
+    struct Recipe: Codable {
+        var messages: [String: JSONValue] = [:]
+    }
+
     static let mvpRecipe: JSONValue = try! WireJSON.decode(JSONValue.self, from: """
         {"messages": {"ios-homepage-csat-microsurvey-en": {
           "trigger-if-all": ["USER_EN_SPEAKER", "MORE_THAN_24H_SINCE_INSTALLED_OR_UPDATED", "SECOND_HOMEPAGE_VIEW"],
@@ -70,7 +75,7 @@ extension Integration {
             configuration.heartbeatInterval = nil
             let client = try SurveyClient(configuration: configuration)
             try await client.start()
-            #expect(await client.features?.values["messaging"] != nil)
+            #expect(await client.features?.featureIDs.contains("messaging") == true)
             let context = TargetingContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
             await client.recordBehavior("homepage_viewed", viewID: "first")
             await client.recordBehavior("homepage_viewed", viewID: "first")  // the same view again: not counted
@@ -98,13 +103,13 @@ extension Integration {
             try await trio.admin.setFaults([.init(route: "/features/*", status: 503, probability: 1)])
             let again = try SurveyClient(configuration: configuration)
             try await again.start()
-            #expect(await again.featureValue("messaging", defaults: [:])["messages"]?["ios-homepage-csat-microsurvey-en"] != nil)
+            #expect(try await again.featureValue("messaging", defaults: Recipe()).messages["ios-homepage-csat-microsurvey-en"] != nil)
             // Its state remembers the survey was completed.
             #expect(try await again.nextMessage(for: "microsurvey", context: context).message == nil)
             await again.close()
             // A fresh device that never reached the server: the app's defaults.
             let fresh = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, storage: temporaryDirectory("messaging")))
-            #expect(await fresh.featureValue("messaging", defaults: ["messages": [:]]) == ["messages": [:]])
+            #expect(try await fresh.featureValue("messaging", defaults: Recipe()).messages.isEmpty)
             await fresh.close()
         }
     }

@@ -20,16 +20,14 @@ public struct FeatureValues: Sendable, Equatable {
         }
     }
 
-    /// Each feature's value by feature id (`messaging`, ...).
-    public var values: [String: JSONValue]
+    /// Each feature's value by feature id (`messaging`, ...), as served. Read through
+    /// ``SurveyClient/featureValue(_:defaults:)``, which merges it over the app's defaults into the app's own type.
+    var values: [String: JSONValue]
     /// The experiments the client is enrolled in.
     public var enrollments: [Enrollment]
 
-    /// Creates the value from its fields.
-    public init(values: [String: JSONValue], enrollments: [Enrollment]) {
-        self.values = values
-        self.enrollments = enrollments
-    }
+    /// The ids of the features the server gave a value, sorted.
+    public var featureIDs: [String] { values.keys.sorted() }
 
     /// The value of the wire type (which is also what is kept on disk, unchanged).
     init(_ wire: AdminWire.Features) {

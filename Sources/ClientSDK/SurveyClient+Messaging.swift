@@ -49,9 +49,30 @@ extension SurveyClient {
         return cachedFeatures
     }
 
-    /// A feature's value: the server's (last good copy) merged over the app's `defaults` (objects per field, maps per
-    /// key, lists replaced, `null` deletes); the defaults alone when nothing was ever fetched.
-    public func featureValue(_ featureID: String, defaults: JSONValue) -> JSONValue {
+    /// A feature's value in the app's own type: the server's value (the last good copy) merged over `defaults` (objects
+    /// per field, maps per key, lists replaced, `null` deletes), as Nimbus merges a rollout over a feature's defaults;
+    /// `defaults` itself when nothing was ever fetched.
+    ///
+    /// ```swift
+    /// struct Onboarding: Codable { var title: String; var dismissable: Bool }
+    /// let onboarding = try await client.featureValue("onboarding", defaults: Onboarding(title: "Hello", dismissable: true))
+    /// ```
+    /// - Throws: `feature_invalid` when the merged value is not a `Value` (a field of another type from the server: the
+    ///   app then keeps its defaults, as Nimbus drops an invalid value); `closed`.
+    public func featureValue<Value: Codable>(_ featureID: String, defaults: Value) throws(SurveyClientError) -> Value {
+        guard !isClosed else { throw .closed }
+        guard let value = features?.values[featureID] else { return defaults }
+        do {
+            let merged = FeatureMerge.merge(try WireJSON.decode(JSONValue.self, from: WireJSON.encode(defaults)), value)
+            return try WireJSON.decode(Value.self, from: WireJSON.encode(merged))
+        } catch {
+            throw SurveyClientError(code: SurveyClientError.Code.featureInvalid.rawValue,
+                                    message: "feature \(featureID) does not read as \(Value.self): \(error)")
+        }
+    }
+
+    /// A feature's value as JSON (the server's merged over `defaults`), for the messaging recipe.
+    func featureJSON(_ featureID: String, defaults: JSONValue) -> JSONValue {
         guard let value = features?.values[featureID] else { return defaults }
         return FeatureMerge.merge(defaults, value)
     }
@@ -103,7 +124,7 @@ extension SurveyClient {
         guard !isClosed else { throw .closed }
         let recipe: MessagingRecipe
         do throws(MessagingError) {
-            recipe = try MessagingRecipe(feature: featureValue("messaging", defaults: defaults), knownEvents: knownEvents)
+            recipe = try MessagingRecipe(feature: featureJSON("messaging", defaults: defaults), knownEvents: knownEvents)
         } catch {
             throw SurveyClientError(code: error.code, message: error.message)
         }

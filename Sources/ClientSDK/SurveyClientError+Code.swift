@@ -50,6 +50,8 @@ extension SurveyClientError {
         public static let storageLocked = Code(rawValue: "storage_locked")
         /// The calling task was cancelled: nothing failed, and nothing is retried on its behalf.
         public static let cancelled = Code(rawValue: "cancelled")
+        /// A feature's value from the server does not read as the app's type (``SurveyClient/featureValue(_:defaults:)``).
+        public static let featureInvalid = Code(rawValue: "feature_invalid")
         /// The client was closed: it takes no more calls (make a new one on the directory).
         public static let closed = Code(rawValue: "closed")
 
@@ -57,7 +59,7 @@ extension SurveyClientError {
         public static let allCases: [Code] = [
             .registrationFailed, .pushTokenRequired, .invalidCredentials, .transport, .relayRefused, .setTokenFailed,
             .tokenUnregistered, .surveyNotFound, .downloadFailed, .badPush, .notRegistered, .submissionPending,
-            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .cancelled, .closed,
+            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .featureInvalid, .cancelled, .closed,
         ]
     }
 

@@ -37,7 +37,7 @@ import Testing
         let directory = InMemoryFlowTests.directory()
         let client = try Self.client(study, directory: directory)
         try await client.start()
-        #expect(await client.features?.values["messaging"] != nil)
+        #expect(await client.features?.featureIDs == ["messaging"])
         #expect(await client.recordBehavior("homepage_viewed", viewID: "first"))
         // The same view reporting again within the window counts once (bug B1).
         #expect(await client.recordBehavior("homepage_viewed", viewID: "first") == false)
@@ -64,7 +64,7 @@ import Testing
         study.setFeatures(nil)
         let again = try Self.client(study, directory: directory)
         try await again.start()
-        #expect(await again.featureValue("messaging", defaults: [:])["messages"]?["ios-homepage-csat-microsurvey-en"] != nil)
+        #expect(await again.featureJSON("messaging", defaults: [:])["messages"]?["ios-homepage-csat-microsurvey-en"] != nil)
         #expect(try await again.nextMessage(for: "microsurvey", context: Self.context).message == nil)
         #expect(await again.recordedBehaviors == ["homepage_viewed"])
         await again.close()

@@ -14,6 +14,7 @@ public struct SurveyQuestion: Sendable, Equatable {
         public let rawValue: String
         /// Wraps a type as Beiwe writes it.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The type as Beiwe writes it.
         public var description: String { rawValue }
 
         /// Text shown to the participant; takes no answer.
