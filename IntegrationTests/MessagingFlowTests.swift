@@ -1,6 +1,5 @@
 import ClientSDK
 import Foundation
-import Messaging
 import SurveyWire
 import Testing
 import Transport
@@ -76,17 +75,17 @@ extension Integration {
             let client = try SurveyClient(configuration: configuration)
             try await client.start()
             #expect(await client.features?.featureIDs.contains("messaging") == true)
-            let context = TargetingContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
+            let context = AppContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
             await client.recordBehavior("homepage_viewed", viewID: "first")
             await client.recordBehavior("homepage_viewed", viewID: "first")  // the same view again: not counted
             #expect(try await client.nextMessage(for: "microsurvey", context: context).message == nil)
             await client.recordBehavior("homepage_viewed", viewID: "second")
             let message = try #require(try await client.nextMessage(for: "microsurvey", context: context).message)
-            var flow = MicrosurveyFlow(model: try MicrosurveyModel(message: message, strings: StringTables()))
-            for input: MicrosurveyFlow.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Good"), .submit, .confirmationViewed, .closeSurvey] {
-                (flow, _) = try await client.microsurvey(flow, input, message: message)
+            var survey = try await client.microsurvey(for: message)
+            for input: Microsurvey.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Good"), .submit, .confirmationViewed, .closeSurvey] {
+                (survey, _) = try await client.microsurvey(survey, input)
             }
-            #expect(flow.step == .finished(.completed))
+            #expect(survey.step == .finished(.completed))
             #expect(try await client.nextMessage(for: "microsurvey", context: context).message == nil)
             _ = try await client.flushTelemetry()
             let events = try await trio.admin.telemetry(clientID: await client.clientID, ping: "events")

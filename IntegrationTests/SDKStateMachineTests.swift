@@ -1,6 +1,5 @@
 import ClientSDK
 import Foundation
-import Messaging
 import Scheduling
 import SurveyWire
 import Testing
@@ -244,10 +243,10 @@ extension Integration {
             let setup = try await StudySetup.make(trio)
             let client = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials))
             await client.close()
-            let context = TargetingContext(appName: "Firefox", locale: "en-US", installationDate: Date())
+            let context = AppContext(appName: "Firefox", locale: "en-US", installationDate: Date())
             var codes: [String] = []
             do throws(SurveyClientError) { _ = try await client.nextMessage(for: "microsurvey", context: context) } catch { codes.append(error.code) }
-            do throws(SurveyClientError) { _ = try await client.messagingRecipe() } catch { codes.append(error.code) }
+            do throws(SurveyClientError) { _ = try await client.featureValue("messaging", defaults: [String: String]()) } catch { codes.append(error.code) }
             do throws(SurveyClientError) { _ = try await client.refreshFeatures() } catch { codes.append(error.code) }
             #expect(codes == ["closed", "closed", "closed"])
             #expect(await client.recordBehavior("homepage_viewed") == false)

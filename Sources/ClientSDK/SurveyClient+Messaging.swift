@@ -3,9 +3,9 @@ import Messaging
 import SurveyWire
 import Transport
 
-/// In-app messaging on the device: feature values from the server (cached for offline use), the behavioural event
-/// store, message selection and state, and microsurveys — each state change saved to disk, each event recorded
-/// through the telemetry pipeline.
+/// In-app messaging on the device: the behavioural event store, message selection and state, and microsurveys — each
+/// state change saved to disk, each event recorded through the telemetry pipeline. The recipe is the `messaging`
+/// feature (``SurveyClient/refreshFeatures()``) merged over Firefox's shipped styles, actions and triggers.
 extension SurveyClient {
     var messagingDirectory: URL { configuration.storageDirectory.appendingPathComponent("messaging", isDirectory: true) }
     var featuresURL: URL { messagingDirectory.appendingPathComponent("features.json") }
@@ -14,67 +14,6 @@ extension SurveyClient {
 
     func ensureMessagingDirectory() {
         try? FileManager.default.createDirectory(at: messagingDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-    }
-
-    // MARK: Features
-
-    /// Fetches this client's feature values (`GET /features/<app_id>?client_id=`) and keeps them as the last good copy.
-    /// - Throws: `transport` or `features_failed`; the cached copy stays in use.
-    @discardableResult
-    public func refreshFeatures() async throws(SurveyClientError) -> FeatureValues {
-        guard !isClosed else { throw .closed }
-        guard let endpoint = configuration.featuresURL else {
-            throw SurveyClientError(code: "features_unavailable", message: "no featuresURL is configured; the cached copy or the defaults serve")
-        }
-        let query = state.clientID.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? state.clientID
-        let response: TransportResponse
-        do {
-            response = try await http.send(TransportRequest(url: "\(endpoint)/features/\(Self.sanitizedAppID(configuration.appID))?client_id=\(query)"))
-        } catch {
-            throw SurveyClientError(code: "transport", message: "features: \(error)")
-        }
-        guard response.status == 200, let features = try? response.decode(AdminWire.Features.self) else {
-            throw SurveyClientError(code: "features_failed", message: "features answered \(response.status)", status: response.status)
-        }
-        ensureMessagingDirectory()
-        try files.write(features, to: featuresURL)
-        let values = FeatureValues(features)
-        cachedFeatures = values
-        return values
-    }
-
-    /// The last feature values fetched (nil before the first success).
-    public var features: FeatureValues? {
-        if cachedFeatures == nil { cachedFeatures = files.read(AdminWire.Features.self, from: featuresURL).map(FeatureValues.init) }
-        return cachedFeatures
-    }
-
-    /// A feature's value in the app's own type: the server's value (the last good copy) merged over `defaults` (objects
-    /// per field, maps per key, lists replaced, `null` deletes), as Nimbus merges a rollout over a feature's defaults;
-    /// `defaults` itself when nothing was ever fetched.
-    ///
-    /// ```swift
-    /// struct Onboarding: Codable { var title: String; var dismissable: Bool }
-    /// let onboarding = try await client.featureValue("onboarding", defaults: Onboarding(title: "Hello", dismissable: true))
-    /// ```
-    /// - Throws: `feature_invalid` when the merged value is not a `Value` (a field of another type from the server: the
-    ///   app then keeps its defaults, as Nimbus drops an invalid value); `closed`.
-    public func featureValue<Value: Codable>(_ featureID: String, defaults: Value) throws(SurveyClientError) -> Value {
-        guard !isClosed else { throw .closed }
-        guard let value = features?.values[featureID] else { return defaults }
-        do {
-            let merged = FeatureMerge.merge(try WireJSON.decode(JSONValue.self, from: WireJSON.encode(defaults)), value)
-            return try WireJSON.decode(Value.self, from: WireJSON.encode(merged))
-        } catch {
-            throw SurveyClientError(code: SurveyClientError.Code.featureInvalid.rawValue,
-                                    message: "feature \(featureID) does not read as \(Value.self): \(error)")
-        }
-    }
-
-    /// A feature's value as JSON (the server's merged over `defaults`), for the messaging recipe.
-    func featureJSON(_ featureID: String, defaults: JSONValue) -> JSONValue {
-        guard let value = features?.values[featureID] else { return defaults }
-        return FeatureMerge.merge(defaults, value)
     }
 
     // MARK: Behavioural events
@@ -119,7 +58,7 @@ extension SurveyClient {
 
     /// The `messaging` recipe: the server's value merged over `defaults` (Firefox's shipped styles, actions and triggers
     /// by default), validated. Each malformed message is reported once (`messaging.malformed`).
-    public func messagingRecipe(defaults: JSONValue = FirefoxMessagingDefaults.feature,
+    func messagingRecipe(defaults: JSONValue = FirefoxMessagingDefaults.feature,
                                 knownEvents: Set<String>? = FirefoxMessagingDefaults.eventIDs) throws(SurveyClientError) -> MessagingRecipe {
         guard !isClosed else { throw .closed }
         let recipe: MessagingRecipe
@@ -140,12 +79,16 @@ extension SurveyClient {
         return recipe
     }
 
-    /// The message to show on `surface` now, given the app's targeting `context`, or nil. Control messages met on the
-    /// way are counted and their exposure recorded.
-    public func nextMessage(for surface: String, context: TargetingContext, recipe given: MessagingRecipe? = nil) throws(SurveyClientError) -> MessageSelection {
+    /// The message to show on `surface` now, given what the app knows (`context`), and how each message of the surface
+    /// fared. Control messages met on the way are counted and their exposure recorded.
+    /// - Throws: `closed`, or the recipe's code when the served `messaging` feature is not a recipe.
+    public func nextMessage(for surface: String, context: AppContext) throws(SurveyClientError) -> MessageChoice {
         guard !isClosed else { throw .closed }
-        let recipe: MessagingRecipe
-        if let given { recipe = given } else { recipe = try messagingRecipe() }
+        return MessageChoice(try select(for: surface, context: context.targeting, recipe: messagingRecipe()))
+    }
+
+    /// Messaging's selection against `recipe`, its bookkeeping saved and its events recorded.
+    func select(for surface: String, context: TargetingContext, recipe: MessagingRecipe) -> MessageSelection {
         let helper = TargetingHelper(context: context.attributes(now: now()), events: eventStore, now: now())
         var store = messageStore
         var enrollments: [String: String] = [:]
@@ -159,7 +102,8 @@ extension SurveyClient {
 
     /// The app showed `message`: an impression (once per session), `messaging.expired` if that reached the cap,
     /// `messaging.shown`, and the experiment exposure.
-    public func messageDisplayed(_ message: Message) {
+    public func messageDisplayed(_ shown: InAppMessage) {
+        let message = shown.message
         var store = messageStore
         var events = store.displayed(message, sessionID: sessionID, at: now())
         if let slug = message.data.experiment, let branch = features?.branch(of: slug) {
@@ -168,16 +112,19 @@ extension SurveyClient {
         apply(store, events)
     }
 
-    /// The user pressed `message`: its action URL (with `{uuid}` and `action-params` filled in from `context`), and
-    /// `messaging.clicked` with the `action_uuid`. Nil URL when the message has no action.
+    /// The user pressed `message`: what it opens (its action URL, with `{uuid}` and `action-params` filled in from
+    /// `context`), and `messaging.clicked` with the `action_uuid`. Nil when the message has no action.
+    /// - Throws: `closed`, or `malformed_message` for an action that cannot be built (recorded as `messaging.malformed`).
     @discardableResult
-    public func messageClicked(_ message: Message, context: TargetingContext, scheme: String = "firefox") throws(SurveyClientError) -> ActionURL.Built? {
+    public func messageClicked(_ clicked: InAppMessage, context: AppContext, scheme: String = "firefox") throws(SurveyClientError) -> InAppMessage.Action? {
         guard !isClosed else { throw .closed }
-        var built: ActionURL.Built?
+        let message = clicked.message
+        var built: InAppMessage.Action?
         if let action = message.action, !message.isControl {
             do throws(MessagingError) {
-                built = try ActionURL.build(action, params: message.data.actionParams, context: context.attributes(now: now()),
-                                            scheme: scheme, makeUUID: { UUID().uuidString.lowercased() })
+                let url = try ActionURL.build(action, params: message.data.actionParams, context: context.targeting.attributes(now: now()),
+                                              scheme: scheme, makeUUID: { UUID().uuidString.lowercased() })
+                built = InAppMessage.Action(url: url.url, uuid: url.uuid)
             } catch {
                 record(category: "messaging", name: "malformed", extra: ["message_key": message.key, "message_surface": message.surface])
                 throw SurveyClientError(code: error.code, message: error.message)
@@ -190,16 +137,16 @@ extension SurveyClient {
     }
 
     /// The user closed `message`.
-    public func messageDismissed(_ message: Message) {
+    public func messageDismissed(_ message: InAppMessage) {
         var store = messageStore
-        let events = store.dismissed(message)
+        let events = store.dismissed(message.message)
         apply(store, events)
     }
 
     /// The user did what `message` asked (our explicit terminal state, apart from dismissal).
-    public func messageCompleted(_ message: Message) {
+    public func messageCompleted(_ message: InAppMessage) {
         var store = messageStore
-        let events = store.completed(message)
+        let events = store.completed(message.message)
         apply(store, events)
     }
 
@@ -208,25 +155,40 @@ extension SurveyClient {
         for event in events { record(category: event.category, name: event.name, extra: event.extra) }
     }
 
-    /// Advances a microsurvey: applies `input` to `flow`, saves the message state it changes, records its telemetry.
-    /// - Returns: the flow after the input, and URLs the app should open (the privacy notice).
-    /// - Throws: `invalid_transition` for an input the survey cannot take now (submit without an option, ...).
-    public func microsurvey(_ flow: MicrosurveyFlow, _ input: MicrosurveyFlow.Input, message: Message) throws(SurveyClientError) -> (MicrosurveyFlow, [String]) {
+    /// A microsurvey made from `message`: its prompt, question and options resolved through the app's string tables
+    /// (`Table/Key` ids; `%@` in titles becomes `appName`). Nothing is recorded until it is moved on.
+    /// - Throws: `closed`, or `malformed_message` when the message has no question (`text`).
+    public func microsurvey(for message: InAppMessage, strings: [String: [String: String]] = [:],
+                            appName: String = "Firefox") throws(SurveyClientError) -> Microsurvey {
         guard !isClosed else { throw .closed }
-        var flow = flow
-        let effects: [MicrosurveyFlow.Effect]
         do throws(MessagingError) {
-            effects = try flow.handle(input)
+            let model = try MicrosurveyModel(message: message.message, strings: StringTables(strings, appName: appName))
+            return Microsurvey(flow: MicrosurveyFlow(model: model), message: message)
         } catch {
             throw SurveyClientError(code: error.code, message: error.message)
         }
+    }
+
+    /// Moves `survey` on with `input`: saves the message state it changes and records its telemetry.
+    /// - Returns: the survey after the input, and URLs the app should open (the privacy notice).
+    /// - Throws: `invalid_transition` for an input the survey cannot take now (submit without an option, ...); `closed`.
+    public func microsurvey(_ survey: Microsurvey, _ input: Microsurvey.Input) throws(SurveyClientError) -> (Microsurvey, [String]) {
+        guard !isClosed else { throw .closed }
+        var survey = survey
+        let effects: [MicrosurveyFlow.Effect]
+        do throws(MessagingError) {
+            effects = try survey.flow.handle(input.flowInput)
+        } catch {
+            throw SurveyClientError(code: error.code, message: error.message)
+        }
+        let message = survey.message
         var urls: [String] = []
         for effect in effects {
             switch effect {
             case .messageDisplayed: messageDisplayed(message)
             case .messageClicked:
                 var store = messageStore
-                let events = store.clicked(message)
+                let events = store.clicked(message.message)
                 apply(store, events)
             case .messageDismissed: messageDismissed(message)
             case .messageCompleted: messageCompleted(message)
@@ -234,6 +196,6 @@ extension SurveyClient {
             case .open(let url): urls.append(url)
             }
         }
-        return (flow, urls)
+        return (survey, urls)
     }
 }

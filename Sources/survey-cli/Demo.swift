@@ -1,7 +1,6 @@
 import ArgumentParser
 import ClientSDK
 import Foundation
-import Messaging
 import Scheduling
 import SurveyWire
 import TrioTesting
@@ -104,22 +103,22 @@ struct Demo: AsyncParsableCommand {
 
     /// The seed's MVP microsurvey: nothing at the first homepage view, the prompt at the second; answered.
     func microsurvey(_ client: SurveyClient) async throws {
-        let context = TargetingContext(appName: "Firefox", locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
+        let context = AppContext(appName: "Firefox", locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
         await client.recordBehavior("homepage_viewed", viewID: "homepage-1")
         let first = try await client.nextMessage(for: "microsurvey", context: context)
-        say("[8/9] homepage view 1: \(first.message == nil ? "no microsurvey" : "microsurvey?!") (SECOND_HOMEPAGE_VIEW = \(first.trace.first?.triggers.last?.result ?? "-"))")
+        say("[8/9] homepage view 1: \(first.message == nil ? "no microsurvey" : "microsurvey?!") (SECOND_HOMEPAGE_VIEW = \(first.weighed.first?.triggers.last?.result ?? "-"))")
         await client.recordBehavior("homepage_viewed", viewID: "homepage-2")
         guard let message = try await client.nextMessage(for: "microsurvey", context: context).message else {
             throw DemoError("the microsurvey did not appear at the second homepage view")
         }
-        var flow = MicrosurveyFlow(model: try MicrosurveyModel(message: message, strings: Self.strings))
-        say("      homepage view 2: prompt \"\(flow.model.promptTitle)\" [\(flow.model.promptButtonLabel)]")
-        say("      question \"\(flow.model.question)\" options \(flow.model.options.map { "\"\($0)\"" }.joined(separator: ", "))")
-        for input: MicrosurveyFlow.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Satisfied"), .submit, .confirmationViewed, .closeSurvey] {
-            (flow, _) = try await client.microsurvey(flow, input, message: message)
+        var survey = try await client.microsurvey(for: message, strings: Self.strings, appName: "Firefox")
+        say("      homepage view 2: prompt \"\(survey.promptTitle)\" [\(survey.promptButtonLabel)]")
+        say("      question \"\(survey.question)\" options \(survey.options.map { "\"\($0)\"" }.joined(separator: ", "))")
+        for input: Microsurvey.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Satisfied"), .submit, .confirmationViewed, .closeSurvey] {
+            (survey, _) = try await client.microsurvey(survey, input)
         }
         let again = try await client.nextMessage(for: "microsurvey", context: context).message
-        say("      answered \"Satisfied\": \(flow.step == .finished(.completed) ? "completed" : "\(flow.step)"); shown again: \(again == nil ? "no" : "yes")")
+        say("      answered \"Satisfied\": \(survey.step == .finished(.completed) ? "completed" : "\(survey.step)"); shown again: \(again == nil ? "no" : "yes")")
     }
 
     static let mvpRecipe = """
@@ -135,7 +134,7 @@ struct Demo: AsyncParsableCommand {
         """
 
     /// The English strings the demo app ships for the recipe's ids.
-    static let strings = StringTables(["Microsurvey": [
+    static let strings = ["Microsurvey": [
         "Microsurvey.Prompt.Button.v127": "Continue",
         "Microsurvey.Prompt.TitleLabel.v127": "Help us make %@ better. It only takes a minute.",
         "Microsurvey.Survey.Options.LikertScaleOption1.v127": "Very dissatisfied",
@@ -144,7 +143,7 @@ struct Demo: AsyncParsableCommand {
         "Microsurvey.Survey.Options.LikertScaleOption4.v127": "Satisfied",
         "Microsurvey.Survey.Options.LikertScaleOption5.v127": "Very satisfied",
         "Microsurvey.Survey.Options.LikertScaleOption6.v129": "I don't use it",
-    ]], appName: "Firefox")
+    ]]
 
     func say(_ text: String) {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))

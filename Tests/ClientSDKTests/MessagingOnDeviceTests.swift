@@ -1,5 +1,4 @@
 import Foundation
-import Messaging
 import SurveyWire
 import Testing
 @testable import ClientSDK
@@ -16,7 +15,7 @@ import Testing
           "microsurveyConfig": {"utm-content": "homepage", "icon": "homeLarge", "options": ["Good", "Bad"]}}}}
         """)
 
-    static let context = TargetingContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
+    static let context = AppContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
 
     static func client(_ study: MemoryStudy, directory: URL) throws -> SurveyClient {
         try SurveyClient(configuration: MemoryStudy.configuration(directory, relay: false, telemetry: true, features: true), transport: study)
@@ -44,14 +43,15 @@ import Testing
         #expect(try await client.nextMessage(for: "microsurvey", context: Self.context).message == nil)
         await client.recordBehavior("homepage_viewed", viewID: "second")
         let message = try #require(try await client.nextMessage(for: "microsurvey", context: Self.context).message)
-        var flow = MicrosurveyFlow(model: try MicrosurveyModel(message: message, strings: StringTables()))
-        for input: MicrosurveyFlow.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Good"), .submit, .confirmationViewed, .closeSurvey] {
-            (flow, _) = try await client.microsurvey(flow, input, message: message)
+        var survey = try await client.microsurvey(for: message)
+        #expect(survey.step == .hidden && survey.question == "How satisfied are you with your Firefox homepage?" && survey.options == ["Good", "Bad"])
+        for input: Microsurvey.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Good"), .submit, .confirmationViewed, .closeSurvey] {
+            (survey, _) = try await client.microsurvey(survey, input)
         }
-        #expect(flow.step == .finished(.completed))
+        #expect(survey.step == .finished(.completed))
         #expect(try await client.nextMessage(for: "microsurvey", context: Self.context).message == nil)
         // An input the flow cannot take now is refused with a code.
-        await #expect(throws: SurveyClientError.self) { try await client.microsurvey(flow, .submit, message: message) }
+        await #expect(throws: SurveyClientError.self) { try await client.microsurvey(survey, .submit) }
         _ = try await client.flushTelemetry()
         let events = Self.messagingEvents(study)
         #expect(events.contains("nimbus_events.exposure"))
@@ -90,9 +90,32 @@ import Testing
         _ = try await client.refreshFeatures()
         let message = try #require(try await client.nextMessage(for: "new-tab-card", context: Self.context).message)
         await client.messageDisplayed(message)
+        #expect(message.hasAction && message.text == "Try settings" && message.surface == "new-tab-card")
         let built = try await client.messageClicked(message, context: Self.context)
         #expect(built?.url.hasPrefix("firefox://") == true)
         await client.messageDismissed(message)
+        await client.close()
+    }
+
+    @Test func theAppsOwnAttributesReachTheTriggersAndTheChoiceSaysWhy() async throws {
+        let study = MemoryStudy()
+        study.setFeatures(["features": ["messaging": [
+            "triggers": ["PRO_REGULAR": "plan == 'pro' && visits > 2 && beta"],
+            "messages": ["pro-tip": ["surface": "new-tab-card", "style": "DEFAULT", "text": "Pro tip", "trigger-if-all": ["PRO_REGULAR"]]],
+        ]], "enrollments": []])
+        let client = try Self.client(study, directory: InMemoryFlowTests.directory())
+        _ = try await client.refreshFeatures()
+        var context = Self.context
+        context.custom = ["plan": "pro", "visits": 2, "beta": true]
+        let before = try await client.nextMessage(for: "new-tab-card", context: context)
+        #expect(before.message == nil)
+        #expect(before.weighed.map(\.key) == ["pro-tip"] && before.weighed.first?.outcome == "not_eligible")
+        #expect(before.weighed.first?.triggers == [MessageChoice.Trigger(name: "PRO_REGULAR", result: "false")])
+        context.custom["visits"] = 3.0
+        let after = try await client.nextMessage(for: "new-tab-card", context: context)
+        #expect(after.message?.key == "pro-tip" && after.weighed.first?.outcome == "selected")
+        #expect(after.message?.hasAction == false)
+        #expect(try await client.messageClicked(#require(after.message), context: context) == nil)
         await client.close()
     }
 }

@@ -168,7 +168,8 @@ import Testing
         #expect(await isClosed { _ = try await client.flushTelemetry() })
         #expect(await isClosed { _ = try await client.refreshFeatures() })
         #expect(await isClosed { _ = try await client.messagingRecipe() })
-        let context = TargetingContext(appName: "Firefox", locale: "en-US", installationDate: Date())
+        #expect(await isClosed { _ = try await client.featureValue("messaging", defaults: [String: String]()) })
+        let context = AppContext(appName: "Firefox", locale: "en-US", installationDate: Date())
         #expect(await isClosed { _ = try await client.nextMessage(for: "microsurvey", context: context) })
         #expect(await client.recordBehavior("homepage_viewed") == false)
         let requests = study.seen.count
