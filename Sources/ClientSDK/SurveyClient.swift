@@ -93,13 +93,14 @@ public actor SurveyClient {
     /// Creates a client and loads its stored state. Throws `storage` when the directory is unusable.
     /// - Parameters:
     ///   - configuration: the study server, where pushes come from, the storage directory and the credentials.
-    ///   - httpClient: a shared client (for many simulated devices in one process); one is made when nil.
+    ///   - connections: connections shared with other clients of the process (many simulated devices); the client makes
+    ///     its own when nil.
     ///   - logger: where the client logs (label `survey-sdk` by default).
     ///   - now: the device clock.
-    public init(configuration: SurveyClientConfiguration, httpClient: TransportClient? = nil, logger: Logger = Logger(label: "survey-sdk"),
+    public init(configuration: SurveyClientConfiguration, connections: SharedConnections? = nil, logger: Logger = Logger(label: "survey-sdk"),
                 now: @escaping @Sendable () -> Date = { Date() }) throws(SurveyClientError) {
-        let owned = httpClient == nil ? TransportClient() : nil
-        try self.init(configuration: configuration, transport: httpClient ?? owned!, owning: owned, logger: logger, now: now)
+        let owned = connections == nil ? TransportClient() : nil
+        try self.init(configuration: configuration, transport: connections?.transport ?? owned!, owning: owned, logger: logger, now: now)
     }
 
     /// Creates a client whose requests go through `transport` (a server kept in memory, in the SDK's own tests).

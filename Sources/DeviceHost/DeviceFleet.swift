@@ -24,7 +24,7 @@ public actor DeviceFleet {
     let serverURL: String
     let relayURL: String?
     let dataDirectory: URL
-    private let http: TransportClient
+    private let connections: SharedConnections
     private let logger: Logger
     private var devices: [String: HostedDevice] = [:]
     private var order: [String] = []
@@ -38,7 +38,7 @@ public actor DeviceFleet {
         self.relayURL = relayURL
         self.dataDirectory = dataDirectory
         self.logger = logger
-        http = TransportClient(configuration: .init(defaultTimeout: .seconds(30), connectTimeout: .seconds(5)))
+        connections = SharedConnections(requestTimeout: .seconds(30), connectTimeout: .seconds(5))
     }
 
     /// Registers a new device and starts it listening; returns its view.
@@ -59,7 +59,7 @@ public actor DeviceFleet {
             temporaryPassword: request.password, platform: request.platform == "ios" ? .ios : .android, timeZone: request.timezone,
             telemetryURL: request.telemetryURL, featuresURL: request.featuresURL)
         if let osVersion = request.osVersion { configuration.osVersion = osVersion }
-        let device = HostedDevice(id: id, request: request, configuration: configuration, http: http, logger: logger)
+        let device = HostedDevice(id: id, request: request, configuration: configuration, connections: connections, logger: logger)
         do {
             try await device.start()
         } catch {
@@ -129,7 +129,7 @@ public actor DeviceFleet {
     /// Stops every device (their directories stay).
     public func shutdown() async {
         for device in devices.values { await device.stop() }
-        http.shutdown()
+        connections.shutdown()
     }
 
     // MARK: Helpers

@@ -17,7 +17,7 @@ actor HostedDevice {
     let id: String
     let request: DeviceWire.Create
     let configuration: SurveyClientConfiguration
-    private let http: TransportClient
+    private let connections: SharedConnections
     private let logger: Logger
     private(set) var state: State = .stopped
     private var client: SurveyClient?
@@ -26,11 +26,11 @@ actor HostedDevice {
     /// The newest `seq`: what a waiting reader watches.
     let newest = ObservedValue<Int>(0)
 
-    init(id: String, request: DeviceWire.Create, configuration: SurveyClientConfiguration, http: TransportClient, logger: Logger) {
+    init(id: String, request: DeviceWire.Create, configuration: SurveyClientConfiguration, connections: SharedConnections, logger: Logger) {
         self.id = id
         self.request = request
         self.configuration = configuration
-        self.http = http
+        self.connections = connections
         self.logger = logger
     }
 
@@ -38,7 +38,7 @@ actor HostedDevice {
     /// is stopped then.
     func start() async throws(SurveyClientError) {
         guard state == .stopped else { return }
-        let client = try SurveyClient(configuration: configuration, httpClient: http, logger: logger)
+        let client = try SurveyClient(configuration: configuration, connections: connections, logger: logger)
         let answer = request.autoAnswer == true ? (request.answerValue ?? "1") : nil
         consumer = Task { [weak self] in
             for await event in client.events {
@@ -83,7 +83,7 @@ actor HostedDevice {
             status = await client.status()
         } else {
             // Stopped: the directory is read by a client of its own for the moment.
-            let reader = try SurveyClient(configuration: configuration, httpClient: http, logger: logger)
+            let reader = try SurveyClient(configuration: configuration, connections: connections, logger: logger)
             status = await reader.status()
             await reader.close()
         }
