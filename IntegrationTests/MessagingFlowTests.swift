@@ -76,10 +76,10 @@ extension Integration {
             try await client.start()
             #expect(await client.features?.featureIDs.contains("messaging") == true)
             let context = AppContext(locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
-            await client.recordBehavior("homepage_viewed", viewID: "first")
-            await client.recordBehavior("homepage_viewed", viewID: "first")  // the same view again: not counted
+            try await client.recordBehavior("homepage_viewed", viewID: "first")
+            try await client.recordBehavior("homepage_viewed", viewID: "first")  // the same view again: not counted
             #expect(try await client.nextMessage(for: "microsurvey", context: context).message == nil)
-            await client.recordBehavior("homepage_viewed", viewID: "second")
+            try await client.recordBehavior("homepage_viewed", viewID: "second")
             let message = try #require(try await client.nextMessage(for: "microsurvey", context: context).message)
             var survey = try await client.microsurvey(for: message)
             for input: Microsurvey.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Good"), .submit, .confirmationViewed, .closeSurvey] {

@@ -41,7 +41,7 @@ extension Integration {
             client.record(category: "app", name: "opened", extra: ["screen": "home"])
             await client.pause()
             #expect(await !client.isActive)
-            await client.resume()
+            try await client.resume()
             client.record(category: "app", name: "tapped")
             await client.close()
             let id = await client.clientID
@@ -175,7 +175,7 @@ extension Integration {
             let before = await client.clientID
             client.record(category: "test", name: "private")
             #expect(await client.status().eventsWaiting > 0)
-            await client.setUploadEnabled(false)
+            try await client.setUploadEnabled(false)
             #expect(await client.clientID == SurveyClient.disabledClientID)
             var status = await client.status()
             #expect(!status.uploadEnabled)
@@ -186,17 +186,17 @@ extension Integration {
             #expect(reasons(deletion) == ["set_upload_enabled"])
             // Nothing is recorded or sent while opted out, not even the session's pings.
             client.record(category: "test", name: "ignored")
-            await client.track("E_Saved_Bookmark")
+            try await client.track("E_Saved_Bookmark")
             await client.pause()
             status = await client.status()
             #expect(status.eventsWaiting == 0 && status.pingsWaiting == 0)
             #expect(try await trio.admin.telemetry(clientID: before, ping: "events").isEmpty)
             #expect(try await trio.admin.telemetry(clientID: SurveyClient.disabledClientID).isEmpty)
             // Opting in again starts a new client id.
-            await client.setUploadEnabled(true)
+            try await client.setUploadEnabled(true)
             let after = await client.clientID
             #expect(after != before && after != SurveyClient.disabledClientID)
-            await client.resume()
+            try await client.resume()
             #expect(try await eventually { try await trio.admin.telemetry(clientID: after, ping: "baseline").count == 1 })
             await client.close()
         }
@@ -231,9 +231,9 @@ extension Integration {
             let storage = temporaryDirectory("telemetry")
             let client = try makeClient(trio, setup, storage: storage) { $0.telemetry.sessionHeartbeat = .milliseconds(150) }
             try await client.start()
-            await client.setUserAttributes(["Focus Installed": "true", "Telemetry Opt In": "true"])
-            await client.track("E_Saved_Bookmark")
-            await client.track("E_Opened_New_Tab", info: "from menu", value: 2.5, messageID: "5111602214338560")
+            try await client.setUserAttributes(["Focus Installed": "true", "Telemetry Opt In": "true"])
+            try await client.track("E_Saved_Bookmark")
+            try await client.track("E_Opened_New_Tab", info: "from menu", value: 2.5, messageID: "5111602214338560")
             try await Task.sleep(for: .milliseconds(500))
             await client.pause()
             // No heartbeat while paused.

@@ -153,7 +153,8 @@ extension SurveyClient {
 
     /// Stops (waiting for every background task to end), releases the HTTP client if this client made it and the
     /// storage directory's lock, and ends ``events``. Another client may use the directory afterwards; every later call
-    /// on this one throws `closed` (or does nothing, for calls that cannot throw).
+    /// on this one throws `closed`, except the calls that end something (`stop()`, `pause()`, `close()`: they do nothing),
+    /// the queries, and `record`, which apps call from any thread (it records nothing).
     public func close() async {
         guard case .close(let cancellingStart) = lifecycle.event(.closeRequested) else {
             // Closed, or closing in another call: return once that call has finished.
@@ -174,7 +175,7 @@ extension SurveyClient {
         closed.fire()
     }
 
-    /// True from the moment ``close()`` is called (every later call then throws `closed` or does nothing).
+    /// True from the moment ``close()`` is called (every later call then throws `closed`, or does nothing: see ``close()``).
     public var isClosed: Bool { lifecycle.isClosed }
 
     /// Starts the client and runs it until the calling task is cancelled or ``close()`` is called, then closes it: the

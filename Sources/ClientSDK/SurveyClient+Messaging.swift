@@ -30,10 +30,10 @@ extension SurveyClient {
     /// Records a behavioural event for targeting (`homepage_viewed`, `app_cycle.foreground`, ...) and saves the store.
     /// With a `viewID`, the same view reporting twice within a short window counts once (bug B1).
     /// - Returns: false when the event was ignored as a repeat.
+    /// - Throws: `closed` after ``close()`` (nothing is recorded: the directory is no longer this client's).
     @discardableResult
-    public func recordBehavior(_ eventID: String, count: UInt64 = 1, viewID: String? = nil) -> Bool {
-        // After `close()` nothing is recorded (the directory is no longer this client's).
-        guard !isClosed else { return false }
+    public func recordBehavior(_ eventID: String, count: UInt64 = 1, viewID: String? = nil) throws(SurveyClientError) -> Bool {
+        guard !isClosed else { throw .closed }
         var store = eventStore
         let counted = store.record(eventID, count: count, viewID: viewID, at: now())
         cachedEventStore = store
@@ -102,7 +102,9 @@ extension SurveyClient {
 
     /// The app showed `message`: an impression (once per session), `messaging.expired` if that reached the cap,
     /// `messaging.shown`, and the experiment exposure.
-    public func messageDisplayed(_ shown: InAppMessage) {
+    /// - Throws: `closed` after ``close()``.
+    public func messageDisplayed(_ shown: InAppMessage) throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
         let message = shown.message
         var store = messageStore
         var events = store.displayed(message, sessionID: sessionID, at: now())
@@ -137,14 +139,18 @@ extension SurveyClient {
     }
 
     /// The user closed `message`.
-    public func messageDismissed(_ message: InAppMessage) {
+    /// - Throws: `closed` after ``close()``.
+    public func messageDismissed(_ message: InAppMessage) throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
         var store = messageStore
         let events = store.dismissed(message.message)
         apply(store, events)
     }
 
     /// The user did what `message` asked (our explicit terminal state, apart from dismissal).
-    public func messageCompleted(_ message: InAppMessage) {
+    /// - Throws: `closed` after ``close()``.
+    public func messageCompleted(_ message: InAppMessage) throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
         var store = messageStore
         let events = store.completed(message.message)
         apply(store, events)
@@ -185,13 +191,13 @@ extension SurveyClient {
         var urls: [String] = []
         for effect in effects {
             switch effect {
-            case .messageDisplayed: messageDisplayed(message)
+            case .messageDisplayed: try messageDisplayed(message)
             case .messageClicked:
                 var store = messageStore
                 let events = store.clicked(message.message)
                 apply(store, events)
-            case .messageDismissed: messageDismissed(message)
-            case .messageCompleted: messageCompleted(message)
+            case .messageDismissed: try messageDismissed(message)
+            case .messageCompleted: try messageCompleted(message)
             case .record(let event): record(category: event.category, name: event.name, extra: event.extra)
             case .open(let url): urls.append(url)
             }

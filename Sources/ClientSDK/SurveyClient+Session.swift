@@ -9,9 +9,10 @@ extension SurveyClient {
     // MARK: Sessions
 
     /// The app came to the foreground: a `baseline` ping (`active`), MMA `resumeSession`, and the MMA heartbeat.
-    public func resume() async {
-        // Closed: no session (its pings would be made and sent from a directory that may be another client's).
-        guard !isClosed else { return }
+    /// - Throws: `closed` after ``close()`` (no session: its pings would be made and sent from a directory that may be
+    ///   another client's).
+    public func resume() async throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
         await beginSession(startup: false)
     }
 
@@ -56,9 +57,9 @@ extension SurveyClient {
                                 "versionName": Self.sdkVersion, "systemVersion": ProcessInfo.processInfo.operatingSystemVersionString,
                                 "deviceModel": "survey-sdk"])
             let launches = state.launches ?? 1
-            if launches == 1 { track("E_First_Run") }
-            if launches == 2 { track("E_Second_Run") }
-            track("E_Opened_App")
+            if launches == 1 { recordTrack("E_First_Run") }
+            if launches == 2 { recordTrack("E_Second_Run") }
+            recordTrack("E_Opened_App")
         } else {
             recordMMA("resumeSession", [:])
         }
@@ -106,7 +107,14 @@ extension SurveyClient {
     /// Tracks an MMA event (Leanplum's `track`): recorded as telemetry event `mma.track` with the seed's fields
     /// `event`, `info` (default `""`), `value` (default `0.0`) and `messageId`, plus `userId`, `deviceId`,
     /// `sdkVersion` and `time` (epoch seconds).
-    public func track(_ event: String, info: String = "", value: Double = 0.0, messageID: String? = nil) {
+    /// - Throws: `closed` after ``close()``.
+    public func track(_ event: String, info: String = "", value: Double = 0.0, messageID: String? = nil) throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
+        recordTrack(event, info: info, value: value, messageID: messageID)
+    }
+
+    /// Records `mma.track` (the session's own `E_Opened_App`, ... too).
+    func recordTrack(_ event: String, info: String = "", value: Double = 0.0, messageID: String? = nil) {
         var fields = ["event": event, "info": info, "value": String(value)]
         if let messageID { fields["messageId"] = messageID }
         recordMMA("track", fields)
@@ -114,9 +122,17 @@ extension SurveyClient {
 
     /// Sets MMA user attributes (merged into those set before, kept on disk, and sent with every `start`); recorded
     /// as `mma.setUserAttributes`.
-    public func setUserAttributes(_ attributes: [String: String]) {
+    /// - Throws: `closed` after ``close()``; `storage` when they could not be saved (nothing is recorded then).
+    public func setUserAttributes(_ attributes: [String: String]) throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
+        let before = state.userAttributes
         state.userAttributes = (state.userAttributes ?? [:]).merging(attributes) { _, new in new }
-        try? save()
+        do throws(SurveyClientError) {
+            try save()
+        } catch {
+            state.userAttributes = before
+            throw error
+        }
         recordMMA("setUserAttributes", ["userAttributes": Self.jsonText(state.userAttributes ?? [:])])
     }
 

@@ -136,9 +136,10 @@ extension SurveyClient {
     /// Turning it off deletes the waiting events and pings, stops recording, sends one `deletion-request` ping (reason
     /// `set_upload_enabled`) for the current client id, and reports ``disabledClientID`` from then on. Turning it on
     /// again starts a new client id.
-    public func setUploadEnabled(_ enabled: Bool) async {
-        // Closed: the directory may be another client's (deleting "our" events and pings would delete its).
-        guard !isClosed else { return }
+    /// - Throws: `closed` after ``close()`` (the directory may be another client's: deleting "our" events and pings
+    ///   would delete its).
+    public func setUploadEnabled(_ enabled: Bool) async throws(SurveyClientError) {
+        guard !isClosed else { throw .closed }
         guard enabled != isUploadEnabled else {
             state.uploadEnabled = enabled
             try? save()

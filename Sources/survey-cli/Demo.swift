@@ -104,10 +104,10 @@ struct Demo: AsyncParsableCommand {
     /// The seed's MVP microsurvey: nothing at the first homepage view, the prompt at the second; answered.
     func microsurvey(_ client: SurveyClient) async throws {
         let context = AppContext(appName: "Firefox", locale: "en-US", installationDate: Date().addingTimeInterval(-3 * 86_400))
-        await client.recordBehavior("homepage_viewed", viewID: "homepage-1")
+        try await client.recordBehavior("homepage_viewed", viewID: "homepage-1")
         let first = try await client.nextMessage(for: "microsurvey", context: context)
         say("[8/9] homepage view 1: \(first.message == nil ? "no microsurvey" : "microsurvey?!") (SECOND_HOMEPAGE_VIEW = \(first.weighed.first?.triggers.last?.result ?? "-"))")
-        await client.recordBehavior("homepage_viewed", viewID: "homepage-2")
+        try await client.recordBehavior("homepage_viewed", viewID: "homepage-2")
         guard let message = try await client.nextMessage(for: "microsurvey", context: context).message else {
             throw DemoError("the microsurvey did not appear at the second homepage view")
         }

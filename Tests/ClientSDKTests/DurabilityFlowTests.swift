@@ -77,7 +77,7 @@ import Testing
         let before = await client.clientID
         client.record(category: "test", name: "private")
         study.setIngestStatus(503)
-        await client.setUploadEnabled(false)
+        try await client.setUploadEnabled(false)
         #expect(study.pings("deletion-request").isEmpty)
         #expect(await client.status().pingsWaiting == 1)
         await client.close()

@@ -62,10 +62,10 @@ import Testing
         let study = MemoryStudy(ingestsTelemetry: true)
         let client = try SurveyClient(configuration: MemoryStudy.configuration(relay: false, telemetry: true), transport: study)
         try await client.start()
-        await client.resume()  // already active: nothing
+        try await client.resume()  // already active: nothing
         await client.pause()
         await client.pause()   // already paused: nothing
-        await client.resume()
+        try await client.resume()
         await client.close()
         let reasons = study.pings("baseline").compactMap { $0.body["ping_info"]?["reason"]?.stringValue }
         #expect(reasons == ["active", "inactive", "active", "inactive"])

@@ -37,11 +37,11 @@ import Testing
         let client = try Self.client(study, directory: directory)
         try await client.start()
         #expect(await client.features?.featureIDs == ["messaging"])
-        #expect(await client.recordBehavior("homepage_viewed", viewID: "first"))
+        #expect(try await client.recordBehavior("homepage_viewed", viewID: "first"))
         // The same view reporting again within the window counts once (bug B1).
-        #expect(await client.recordBehavior("homepage_viewed", viewID: "first") == false)
+        #expect(try await client.recordBehavior("homepage_viewed", viewID: "first") == false)
         #expect(try await client.nextMessage(for: "microsurvey", context: Self.context).message == nil)
-        await client.recordBehavior("homepage_viewed", viewID: "second")
+        try await client.recordBehavior("homepage_viewed", viewID: "second")
         let message = try #require(try await client.nextMessage(for: "microsurvey", context: Self.context).message)
         var survey = try await client.microsurvey(for: message)
         #expect(survey.step == .hidden && survey.question == "How satisfied are you with your Firefox homepage?" && survey.options == ["Good", "Bad"])
@@ -89,11 +89,11 @@ import Testing
         let client = try Self.client(study, directory: InMemoryFlowTests.directory())
         _ = try await client.refreshFeatures()
         let message = try #require(try await client.nextMessage(for: "new-tab-card", context: Self.context).message)
-        await client.messageDisplayed(message)
+        try await client.messageDisplayed(message)
         #expect(message.hasAction && message.text == "Try settings" && message.surface == "new-tab-card")
         let built = try await client.messageClicked(message, context: Self.context)
         #expect(built?.url.hasPrefix("firefox://") == true)
-        await client.messageDismissed(message)
+        try await client.messageDismissed(message)
         await client.close()
     }
 

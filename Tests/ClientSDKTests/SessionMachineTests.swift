@@ -97,7 +97,7 @@ import Testing
         let paused = await client.status().eventsWaiting
         #expect(await !client.sessionHeartbeatDue(session: 1))
         #expect(await client.status().eventsWaiting == paused)
-        await client.resume()
+        try await client.resume()
         let resumed = await client.status().eventsWaiting
         #expect(await !client.sessionHeartbeatDue(session: 1))
         #expect(await client.status().eventsWaiting == resumed)

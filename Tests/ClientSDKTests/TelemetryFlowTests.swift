@@ -34,7 +34,7 @@ import Testing
         client.record(category: "app", name: "opened", extra: ["screen": "home"])
         await client.pause()
         #expect(await !client.isActive)
-        await client.resume()
+        try await client.resume()
         client.record(category: "app", name: "tapped")
         await client.close()
         let baseline = study.pings("baseline")
@@ -179,7 +179,7 @@ import Testing
         let before = await client.clientID
         client.record(category: "test", name: "private")
         #expect(await client.status().eventsWaiting > 0)
-        await client.setUploadEnabled(false)
+        try await client.setUploadEnabled(false)
         #expect(await client.clientID == SurveyClient.disabledClientID)
         var status = await client.status()
         #expect(!status.uploadEnabled && status.eventsWaiting == 0 && status.pingsWaiting == 0)
@@ -189,16 +189,16 @@ import Testing
         let sentBefore = study.pings().count
         // Nothing is recorded or sent while opted out, not even the session's pings.
         client.record(category: "test", name: "ignored")
-        await client.track("E_Saved_Bookmark")
+        try await client.track("E_Saved_Bookmark")
         await client.pause()
         status = await client.status()
         #expect(status.eventsWaiting == 0 && status.pingsWaiting == 0)
         #expect(study.pings().count == sentBefore)
         // Opting in again starts a new client id.
-        await client.setUploadEnabled(true)
+        try await client.setUploadEnabled(true)
         let after = await client.clientID
         #expect(after != before && after != SurveyClient.disabledClientID)
-        await client.resume()
+        try await client.resume()
         #expect(await study.until { study.pings("baseline").contains { $0.body["client_info"]?["client_id"]?.stringValue == after } })
         await client.close()
     }
@@ -240,9 +240,9 @@ import Testing
         let directory = InMemoryFlowTests.directory()
         let client = try Self.client(study, directory: directory) { $0.telemetry.sessionHeartbeat = .milliseconds(100) }
         try await client.start()
-        await client.setUserAttributes(["Focus Installed": "true"])
-        await client.track("E_Saved_Bookmark")
-        await client.track("E_Opened_New_Tab", info: "from menu", value: 2.5, messageID: "5111602214338560")
+        try await client.setUserAttributes(["Focus Installed": "true"])
+        try await client.track("E_Saved_Bookmark")
+        try await client.track("E_Opened_New_Tab", info: "from menu", value: 2.5, messageID: "5111602214338560")
         // At least two beats while active (polled: the suite shares two cores).
         let before = await client.status().eventsWaiting
         #expect(await MemoryStudy.eventually { await client.status().eventsWaiting >= before + 2 })
