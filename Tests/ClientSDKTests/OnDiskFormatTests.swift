@@ -56,6 +56,11 @@ import Testing
         let before = await client.status()
         #expect(before.registered && before.studyID == "study-1" && before.pushToken == "tok-1")
         #expect(before.pendingSurveys == ["s2"])      // s1's answers wait in the outbox: it is being submitted
+        // The stored spec reads in the SDK's own vocabulary (the file keeps SurveyWire's form).
+        let sleep = try #require(await client.pendingSurveys().first)
+        #expect(sleep.name == "Sleep" && sleep.surveyType == "tracking_survey" && sleep.scheduleUUIDs == ["u2"])
+        #expect(sleep.questions.map(\.id) == ["q1"] && sleep.questions.first?.kind == .slider)
+        #expect(sleep.questions.first?.minimum == "0" && sleep.questions.first?.maximum == "10" && sleep.questions.first?.text == "How are you?")
         #expect(before.uploadsWaiting == 1 && before.pingsWaiting == 3)
         #expect(await client.clientID == fixture.state["clientID"] as? String)
         #expect(await client.userAttributes == ["cohort": "a"])
