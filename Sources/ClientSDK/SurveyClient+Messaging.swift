@@ -18,7 +18,7 @@ extension SurveyClient {
 
     // MARK: Behavioural events
 
-    /// The behavioural event store (Nimbus's), as saved. Internal: targeting reads it through ``nextMessage(for:context:recipe:)``.
+    /// The behavioural event store (Nimbus's), as saved. Internal: targeting reads it through ``nextMessage(for:context:)``.
     var eventStore: EventStore {
         if cachedEventStore == nil { cachedEventStore = files.read(EventStore.self, from: eventStoreURL) ?? EventStore() }
         return cachedEventStore ?? EventStore()
@@ -59,7 +59,7 @@ extension SurveyClient {
     /// The `messaging` recipe: the server's value merged over `defaults` (Firefox's shipped styles, actions and triggers
     /// by default), validated. Each malformed message is reported once (`messaging.malformed`).
     func messagingRecipe(defaults: JSONValue = FirefoxMessagingDefaults.feature,
-                                knownEvents: Set<String>? = FirefoxMessagingDefaults.eventIDs) throws(SurveyClientError) -> MessagingRecipe {
+                         knownEvents: Set<String>? = FirefoxMessagingDefaults.eventIDs) throws(SurveyClientError) -> MessagingRecipe {
         guard !isClosed else { throw .closed }
         let recipe: MessagingRecipe
         do throws(MessagingError) {
@@ -81,7 +81,8 @@ extension SurveyClient {
 
     /// The message to show on `surface` now, given what the app knows (`context`), and how each message of the surface
     /// fared. Control messages met on the way are counted and their exposure recorded.
-    /// - Throws: `closed`, or the recipe's code when the served `messaging` feature is not a recipe.
+    /// - Throws: `closed`, or the recipe's code (`wrong_type`, `unknown_key`, ...) when the served `messaging` feature is not
+    ///   a recipe.
     public func nextMessage(for surface: String, context: AppContext) throws(SurveyClientError) -> MessageChoice {
         guard !isClosed else { throw .closed }
         return MessageChoice(try select(for: surface, context: context.targeting, recipe: messagingRecipe()))
@@ -116,7 +117,7 @@ extension SurveyClient {
 
     /// The user pressed `message`: what it opens (its action URL, with `{uuid}` and `action-params` filled in from
     /// `context`), and `messaging.clicked` with the `action_uuid`. Nil when the message has no action.
-    /// - Throws: `closed`, or `malformed_message` for an action that cannot be built (recorded as `messaging.malformed`).
+    /// - Throws: `closed`, or `malformed_action` for an action that does not make a URL (recorded as `messaging.malformed`).
     @discardableResult
     public func messageClicked(_ clicked: InAppMessage, context: AppContext, scheme: String = "firefox") throws(SurveyClientError) -> InAppMessage.Action? {
         guard !isClosed else { throw .closed }

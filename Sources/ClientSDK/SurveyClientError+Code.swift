@@ -52,6 +52,13 @@ extension SurveyClientError {
         public static let cancelled = Code(rawValue: "cancelled")
         /// A feature's value from the server does not read as the app's type (``SurveyClient/featureValue(_:defaults:)``).
         public static let featureInvalid = Code(rawValue: "feature_invalid")
+        /// A microsurvey cannot take that input now (submit without an option, an option not offered, anything after
+        /// its end).
+        public static let invalidTransition = Code(rawValue: "invalid_transition")
+        /// A message cannot be shown as asked (a microsurvey without its question).
+        public static let malformedMessage = Code(rawValue: "malformed_message")
+        /// A message's action does not make a URL.
+        public static let malformedAction = Code(rawValue: "malformed_action")
         /// The client was closed: it takes no more calls (make a new one on the directory).
         public static let closed = Code(rawValue: "closed")
 
@@ -59,7 +66,7 @@ extension SurveyClientError {
         public static let allCases: [Code] = [
             .registrationFailed, .pushTokenRequired, .invalidCredentials, .transport, .relayRefused, .setTokenFailed,
             .tokenUnregistered, .surveyNotFound, .downloadFailed, .badPush, .notRegistered, .submissionPending,
-            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .featureInvalid, .cancelled, .closed,
+            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .featureInvalid, .invalidTransition, .malformedMessage, .malformedAction, .cancelled, .closed,
         ]
     }
 
