@@ -7,12 +7,13 @@ import Transport
 /// for offline use, and read merged over the app's defaults in the app's own types.
 extension SurveyClient {
     /// Fetches this client's feature values (`GET /features/<app_id>?client_id=`) and keeps them as the last good copy.
-    /// - Throws: `transport` or `features_failed`; the cached copy stays in use.
+    /// - Throws: `features_unavailable` without a `featuresURL`, `transport` or `features_failed`: the cached copy stays in
+    ///   use; `storage` when it could not be kept; `closed`.
     @discardableResult
     public func refreshFeatures() async throws(SurveyClientError) -> FeatureValues {
         guard !isClosed else { throw .closed }
         guard let endpoint = configuration.featuresURL else {
-            throw SurveyClientError(code: "features_unavailable", message: "no featuresURL is configured; the cached copy or the defaults serve")
+            throw SurveyClientError(code: SurveyClientError.Code.featuresUnavailable.rawValue, message: "no featuresURL is configured; the cached copy or the defaults serve")
         }
         let query = state.clientID.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed) ?? state.clientID
         let response: TransportResponse
@@ -22,7 +23,7 @@ extension SurveyClient {
             throw SurveyClientError(code: "transport", message: "features: \(error)")
         }
         guard response.status == 200, let features = try? response.decode(AdminWire.Features.self) else {
-            throw SurveyClientError(code: "features_failed", message: "features answered \(response.status)", status: response.status)
+            throw SurveyClientError(code: SurveyClientError.Code.featuresFailed.rawValue, message: "features answered \(response.status)", status: response.status)
         }
         ensureMessagingDirectory()
         try files.write(features, to: featuresURL)

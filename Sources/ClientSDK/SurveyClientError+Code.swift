@@ -50,6 +50,10 @@ extension SurveyClientError {
         public static let storageLocked = Code(rawValue: "storage_locked")
         /// The calling task was cancelled: nothing failed, and nothing is retried on its behalf.
         public static let cancelled = Code(rawValue: "cancelled")
+        /// No `featuresURL` is configured: the cached copy or the app's defaults serve.
+        public static let featuresUnavailable = Code(rawValue: "features_unavailable")
+        /// The features endpoint did not answer with feature values; the cached copy stays in use.
+        public static let featuresFailed = Code(rawValue: "features_failed")
         /// A feature's value from the server does not read as the app's type (``SurveyClient/featureValue(_:defaults:)``).
         public static let featureInvalid = Code(rawValue: "feature_invalid")
         /// A microsurvey cannot take that input now (submit without an option, an option not offered, anything after
@@ -66,7 +70,7 @@ extension SurveyClientError {
         public static let allCases: [Code] = [
             .registrationFailed, .pushTokenRequired, .invalidCredentials, .transport, .relayRefused, .setTokenFailed,
             .tokenUnregistered, .surveyNotFound, .downloadFailed, .badPush, .notRegistered, .submissionPending,
-            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .featureInvalid, .invalidTransition, .malformedMessage, .malformedAction, .cancelled, .closed,
+            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .featuresUnavailable, .featuresFailed, .featureInvalid, .invalidTransition, .malformedMessage, .malformedAction, .cancelled, .closed,
         ]
     }
 

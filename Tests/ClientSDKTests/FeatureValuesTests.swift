@@ -38,7 +38,7 @@ import Testing
         #expect(await first.features == nil)
         #expect(try await first.featureValue("onboarding", defaults: Self.defaults) == Self.defaults)
         // The server has no features route: an error, and the defaults still serve.
-        await #expect(throws: SurveyClientError.self) { try await first.refreshFeatures() }
+        #expect(await Self.code { try await first.refreshFeatures() } == .featuresFailed)
         study.setFeatures(Self.answer)
         let fetched = try await first.refreshFeatures()
         #expect(fetched.branch(of: "new-title") == "treatment")
@@ -49,8 +49,22 @@ import Testing
         let again = try client()
         #expect(await again.features == fetched)
         await again.close()
-        await #expect(throws: SurveyClientError.self) { try await again.refreshFeatures() }
+        #expect(await Self.code { try await again.refreshFeatures() } == .closed)
         await #expect(throws: SurveyClientError.closed) { try await again.featureValue("onboarding", defaults: Self.defaults) }
+    }
+
+    /// The code `call` threw, or nil.
+    static func code(_ call: () async throws -> Void) async -> SurveyClientError.Code? {
+        do { try await call() } catch { return (error as? SurveyClientError)?.kind }
+        return nil
+    }
+
+    @Test func withoutAFeaturesURLTheDefaultsServeAndRefreshingSaysWhy() async throws {
+        let client = try SurveyClient(configuration: MemoryStudy.configuration(InMemoryFlowTests.directory(), relay: false, features: false),
+                                      transport: MemoryStudy())
+        #expect(await Self.code { try await client.refreshFeatures() } == .featuresUnavailable)
+        #expect(try await client.featureValue("onboarding", defaults: Self.defaults) == Self.defaults)
+        await client.close()
     }
 
     @Test func aServedValueOfAnotherTypeIsAnErrorWithItsCode() async throws {
