@@ -50,6 +50,16 @@ extension SurveyClientError {
         public static let storageLocked = Code(rawValue: "storage_locked")
         /// The calling task was cancelled: nothing failed, and nothing is retried on its behalf.
         public static let cancelled = Code(rawValue: "cancelled")
+        /// A push token handed over by the app is empty (``SurveyClient/updatePushToken(_:)``).
+        public static let invalidToken = Code(rawValue: "invalid_token")
+        /// A telemetry ping is larger than the ingestion limit; it is dropped (reported as an event).
+        public static let telemetryTooLarge = Code(rawValue: "telemetry_too_large")
+        /// The telemetry endpoint has no ingestion route; pings stay queued for this run (reported as an event).
+        public static let telemetryRouteMissing = Code(rawValue: "telemetry_route_missing")
+        /// The telemetry endpoint refused a ping for good; it is dropped (reported as an event).
+        public static let telemetryRejected = Code(rawValue: "telemetry_rejected")
+        /// A telemetry upload failed; the ping stays queued and is retried.
+        public static let telemetryFailed = Code(rawValue: "telemetry_failed")
         /// No `featuresURL` is configured: the cached copy or the app's defaults serve.
         public static let featuresUnavailable = Code(rawValue: "features_unavailable")
         /// The features endpoint did not answer with feature values; the cached copy stays in use.
@@ -70,7 +80,8 @@ extension SurveyClientError {
         public static let allCases: [Code] = [
             .registrationFailed, .pushTokenRequired, .invalidCredentials, .transport, .relayRefused, .setTokenFailed,
             .tokenUnregistered, .surveyNotFound, .downloadFailed, .badPush, .notRegistered, .submissionPending,
-            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .featuresUnavailable, .featuresFailed, .featureInvalid, .invalidTransition, .malformedMessage, .malformedAction, .cancelled, .closed,
+            .encryptionFailed, .uploadFailed, .uploadRejected, .storage, .storageLocked, .invalidToken, .telemetryTooLarge, .telemetryRouteMissing, .telemetryRejected, .telemetryFailed,
+            .featuresUnavailable, .featuresFailed, .featureInvalid, .invalidTransition, .malformedMessage, .malformedAction, .cancelled, .closed,
         ]
     }
 
