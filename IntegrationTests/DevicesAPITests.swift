@@ -54,6 +54,13 @@ extension Integration {
             let (_, page) = try await Self.call(trio, "GET", base + "/\(id)/events?after=0&until=survey_available&wait=20s")
             let events = page["events"]?.arrayValue ?? []
             #expect(events.last?["event"] == "survey_available", "\(events)")
+            // The survey's questions come with it, in Beiwe's key names: what to answer, and how.
+            let questions = events.last?["questions"]?.arrayValue ?? []
+            #expect(questions.compactMap { $0["question_id"]?.stringValue } == ["intro", "mood", "sleep", "note"])
+            #expect(questions.compactMap { $0["question_type"]?.stringValue } == ["info_text_box", "slider", "radio_button", "free_response"])
+            #expect(questions[safe: 1]?["min"] == "0" && questions[safe: 1]?["max"] == "10")
+            #expect(questions[safe: 2]?["options"] == ["Yes", "No"] && questions[safe: 2]?["required"] == false)
+            #expect(questions[safe: 3]?["text_field_type"] == "SINGLE_LINE_TEXT" && questions[safe: 3]?["options"] == nil)
             #expect(events.first?["event"] == "registered" && events.first?["seq"] == 1)
             let next = try #require(page["next"]?.numberValue.map { Int($0) })
             #expect(next == events.count)
@@ -100,4 +107,9 @@ extension Integration {
         }
     }
 }
+}
+
+extension Array {
+    /// The element at `index`, or nil past the end.
+    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
 }

@@ -23,6 +23,17 @@ public enum DeviceEventLine {
     public static let names: Set<String> = ["registered", "push_received", "duplicate_ignored", "stream_reconnecting", "survey_available",
                                             "survey_withdrawn", "submitted", "telemetry_sent", "error"]
 
+    /// A stored survey's question as `survey_available` lists it, in Beiwe's key names (what to answer, and how).
+    static func question(_ question: SurveyQuestion) -> JSONValue {
+        var object: [String: JSONValue] = ["question_id": .string(question.id), "question_type": .string(question.kind.rawValue),
+                                           "question_text": .string(question.text), "required": .bool(question.isRequired)]
+        if !question.options.isEmpty { object["options"] = .array(question.options.map { .string($0) }) }
+        if let minimum = question.minimum { object["min"] = .string(minimum) }
+        if let maximum = question.maximum { object["max"] = .string(maximum) }
+        if let type = question.textFieldType { object["text_field_type"] = .string(type) }
+        return .object(object)
+    }
+
     /// The event's object: `event` and its fields.
     public static func object(_ event: SurveyClientEvent) -> [String: JSONValue] {
         switch event {
@@ -36,7 +47,8 @@ public enum DeviceEventLine {
             return ["event": "stream_reconnecting", "reason": .string(reason)]
         case .surveyAvailable(let survey):
             return ["event": "survey_available", "survey_id": .string(survey.surveyID), "name": .string(survey.name),
-                    "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt)]
+                    "schedule_uuids": .array(survey.scheduleUUIDs.map { .string($0) }), "received_at": .string(survey.receivedAt),
+                    "questions": .array(survey.questions.map(question))]
         case .surveyWithdrawn(let survey, let uuids):
             return ["event": "survey_withdrawn", "survey_id": .string(survey), "schedule_uuids": .array(uuids.map { .string($0) })]
         case .submitted(let survey, let file):

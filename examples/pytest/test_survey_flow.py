@@ -66,6 +66,14 @@ def test_a_pushed_survey_is_answered_and_decrypted(trio, tmp_path):
     events = checked_events(out)
     assert [e["event"] for e in events if e["event"] in ("push_received", "survey_available", "submitted")] == \
         ["push_received", "survey_available", "submitted"], events
+    # The survey's questions come with it: what to answer, and how.
+    available = next(e for e in events if e["event"] == "survey_available")
+    assert available["questions"] == [
+        {"question_id": "mood", "question_type": "slider", "question_text": "How do you feel?", "required": False,
+         "min": "0", "max": "10"},
+        {"question_id": "note", "question_type": "free_response", "question_text": "Anything else?", "required": False,
+         "text_field_type": "SINGLE_LINE_TEXT"},
+    ], available
     status = subprocess.run([binary("survey-cli"), "device", "status", "--data-dir", str(tmp_path)],
                             capture_output=True, text=True, timeout=30)
     assert status.returncode == 0, status.stderr
