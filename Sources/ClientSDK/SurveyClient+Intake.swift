@@ -22,7 +22,7 @@ extension SurveyClient {
             // ten of them, filled the relay's window of unacked messages so that no push came after them.
             if let id = event.id {
                 await ack(id)
-                pushStream.handled(id)
+                resumePoint.handled(id)
             }
             emit(.error(SurveyClientError(code: "bad_push", message: "unreadable relay message \(event.id ?? "without an id")")))
             return
@@ -34,7 +34,7 @@ extension SurveyClient {
         } catch {
             // Not a survey push (or malformed): acknowledge so it is not sent again, and report it.
             await ack(message.id)
-            pushStream.handled(message.id)
+            resumePoint.handled(message.id)
             emit(.error(SurveyClientError(code: "bad_push", message: "\(error)")))
             return
         }
@@ -46,7 +46,7 @@ extension SurveyClient {
             return
         case .duplicate:
             await ack(message.id)
-            pushStream.handled(message.id)
+            resumePoint.handled(message.id)
             emit(.duplicateIgnored(messageID: message.id))
         case .fetch(let surveys):
             emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
@@ -133,10 +133,10 @@ extension SurveyClient {
         switch completion {
         case .done:
             await ack(messageID)
-            pushStream.handled(messageID)
+            resumePoint.handled(messageID)
         case .retry(let after, let firstFailure):
             // Fetched again on the live stream once the wait is over (`runDueRetries`); the error is reported once.
-            pushStream.handleFailed()
+            resumePoint.failed()
             if firstFailure { for error in failures { emit(.error(error)) } }
             logger.debug("push fetch failed; retrying", metadata: ["message": "\(messageID)", "after": "\(after)"])
         }

@@ -142,7 +142,6 @@ extension SurveyClient {
     func stopBackground() async {
         // The session's heartbeat ends with the session (`endSession`, after this).
         let tasks = loops.takeAll(except: [.sessionHeartbeat])
-        pushStream.stop()
         for task in tasks { task.cancel() }
         for task in tasks { await task.value }
         // After the loops ended: an event a cancelled loop sent on its way out reached the machine before this.

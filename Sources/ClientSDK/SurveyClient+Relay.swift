@@ -74,29 +74,33 @@ extension SurveyClient {
         try save()
     }
 
-    /// Runs the push stream's loop: ``PushStreamMachine`` decides, this task performs each action and reports back. The
-    /// client is held for each call only, never across a wait or a read: a client dropped without `close()` ends its
-    /// stream (no reconnecting for ever behind a later client's back).
+    /// Runs the push stream's loop: its own ``PushStreamMachine`` decides, this task performs each action and feeds the
+    /// outcome back. The client is held for each call only, never across a wait or a read: a client dropped without
+    /// `close()` ends its stream (no reconnecting for ever behind a later client's back).
     func startStream() {
         guard !loops.isRunning(.stream), state.relayToken != nil, configuration.relayURL != nil else { return }
-        let (run, first) = pushStream.start()
         let http = self.http
         let logger = self.logger
         let deadAfter = configuration.relayKeepalive * 2.5
         loops.started(.stream, background.spawn { [weak self] in
-            var action = first
+            // The loop's machine is the loop's alone: a loop that `stop()` cancelled ends with it.
+            var machine = PushStreamMachine()
+            var action = machine.start()
             var open: TransportClient.EventStream?
             while !Task.isCancelled {
                 let event: PushStreamMachine.Event
                 switch action {
                 case .finish:
                     return
-                case .connect(let lastEventID):
-                    guard let request = await self?.streamRequest(lastEventID: lastEventID) else { return }
+                case .connect:
+                    guard let request = await self?.streamRequest() else { return }
                     do {
                         let stream = try await http.eventStream(request)
                         switch stream.status {
-                        case 200: open = stream; event = .connected
+                        case 200:
+                            open = stream
+                            event = .connected
+                            await self?.streamConnected()
                         case 404, 410: event = .tokenGone(status: stream.status)
                         default: event = .refused(status: stream.status)
                         }
@@ -137,23 +141,23 @@ extension SurveyClient {
                     case .failed(let minted): event = .renewalFailed(minted: minted)
                     }
                 }
-                guard !Task.isCancelled, let next = await self?.streamEvent(event, run: run) else { return }
-                action = next
+                guard !Task.isCancelled, self != nil else { return }
+                action = machine.event(event)
             }
         })
     }
 
-    /// Feeds an event of loop `run` to the machine.
-    func streamEvent(_ event: PushStreamMachine.Event, run: Int) -> PushStreamMachine.Action {
-        pushStream.event(event, run: run)
-    }
-
-    /// The stream request on the token in use, resuming after `lastEventID`; nil without a token or relay.
-    func streamRequest(lastEventID: String?) -> TransportRequest? {
+    /// The stream request on the token in use, resuming after the resume point; nil without a token or relay.
+    func streamRequest() -> TransportRequest? {
         guard let token = state.relayToken, let relayURL = configuration.relayURL else { return nil }
         var request = TransportRequest(url: "\(relayURL)/v1/devices/\(token)/stream")
-        if let lastEventID { request.headers.append(("Last-Event-ID", lastEventID)) }
+        if let lastEventID = resumePoint.lastEventID { request.headers.append(("Last-Event-ID", lastEventID)) }
         return request
+    }
+
+    /// A stream answered 200: the relay resends what was not acked, so an earlier failure no longer blocks resuming.
+    func streamConnected() {
+        resumePoint.connected()
     }
 
     /// How a stream ended.

@@ -41,8 +41,8 @@ public actor SurveyClient {
     }
     /// The background loops running (stream, heartbeat, retries, schedule, telemetry wake-ups), one of each kind.
     var loops = ClientLoops()
-    /// The push stream's connection loop (connect, read, back off, renew a token that is gone) and its resume point.
-    var pushStream = PushStreamMachine()
+    /// Where the push stream resumes (the last push handled), across its loops; each loop owns its connection machine.
+    var resumePoint = StreamResumePoint()
     /// idle → starting → running → closed, and what `start()`, `stop()` and `close()` do in each.
     var lifecycle = ClientLifecycle()
     /// Every loop in `loops` runs in this one task group (driven by `run()`, or by its owner task).

@@ -12,18 +12,15 @@
 ///                  └──────────────────▶ renewing ─────────────▶ renewalWaiting ───▶ renewing
 ///                                          │ renewed
 ///                                          └──────────▶ connecting (on the new token)
-/// any state ──stop──▶ stopped
+/// (stop: the loop is cancelled, and its machine ends with it)
 /// ```
 ///
-/// Each loop the client starts gets a run number from ``start()``; an event from an older run (a loop that was
-/// cancelled by `stop()` and had not ended yet when the client started again) is answered with ``Action/finish`` and
-/// changes nothing, so two loops can never share one stream's state.
-///
-/// The machine also keeps the resume point: the last push fully handled goes to the relay as `Last-Event-ID` on the
-/// next connect, unless a push since then could not be handled (the relay would skip it too).
+/// Each stream loop owns its machine (a local of the loop): a loop that `stop()` cancelled ends with its own, and the
+/// next start makes a new one, so two loops never share one stream's state. The resume point is the client's
+/// (``StreamResumePoint``): it outlives a loop.
 struct PushStreamMachine: Sendable {
     enum State: Sendable, Equatable {
-        /// No loop runs (never started, or stopped).
+        /// Not started yet.
         case idle
         /// A connect is under way.
         case connecting
@@ -58,8 +55,8 @@ struct PushStreamMachine: Sendable {
     }
 
     enum Action: Sendable, Equatable {
-        /// Open the stream on the token in use, with this `Last-Event-ID`.
-        case connect(lastEventID: String?)
+        /// Open the stream on the token in use, resuming at the client's resume point.
+        case connect
         /// The stream is up: read it until it ends, then report ``Event/ended(dead:)`` (or ``Event/failed``).
         case read
         /// Wait, then report ``Event/waitOver``. `reconnecting`: tell the app the stream went silent first.
@@ -72,47 +69,23 @@ struct PushStreamMachine: Sendable {
     }
 
     private(set) var state: State = .idle
-    /// The current loop's number (0: none yet).
-    private(set) var run = 0
     /// 0.1 s doubling to 5 s between failed connects.
     private(set) var connectBackoff = Backoff.stream
     /// 0.5 s doubling to 60 s between failed renewals.
     private(set) var renewalBackoff = Backoff.outbox
-    /// The last relay message fully handled.
-    private(set) var lastHandled: String?
-    /// A push could not be handled since `lastHandled`: resume without `Last-Event-ID`, so the relay sends it again.
-    private(set) var resumeBlocked = false
-
-    /// The `Last-Event-ID` of the next connect.
-    var resumePoint: String? { resumeBlocked ? nil : lastHandled }
-
-    /// True while a loop runs.
-    var isRunning: Bool { state != .idle }
-
-    /// Starts a new loop (the previous one, if any, is forgotten): its run number and first action.
-    mutating func start() -> (run: Int, action: Action) {
-        run += 1
+    /// Starts the loop: its first action.
+    mutating func start() -> Action {
         state = .connecting
-        connectBackoff.reset()
-        renewalBackoff.reset()
-        return (run, .connect(lastEventID: resumePoint))
+        return .connect
     }
 
-    /// The loop was stopped: nothing of it goes on, and a later ``start()`` begins afresh.
-    mutating func stop() {
-        state = .idle
-    }
-
-    /// What to do after `event` happened to loop `run`. An event of another run, or one that cannot happen in the current
-    /// state, ends the loop that reported it and changes nothing.
-    mutating func event(_ event: Event, run: Int, using random: inout some RandomNumberGenerator) -> Action {
-        guard run == self.run else { return .finish }
+    /// What to do after `event`. An event that cannot happen in the current state (a report of the wrong action) ends the
+    /// loop and changes nothing.
+    mutating func event(_ event: Event, using random: inout some RandomNumberGenerator) -> Action {
         switch (state, event) {
         case (.connecting, .connected):
             state = .streaming
             connectBackoff.reset()
-            // A new connection: the relay resends what was not acked, so a failure before it no longer blocks resuming.
-            resumeBlocked = false
             return .read
         case (.connecting, .refused), (.connecting, .failed), (.streaming, .failed):
             state = .waiting
@@ -128,11 +101,11 @@ struct PushStreamMachine: Sendable {
             return .wait(.milliseconds(Int.random(in: 20...100, using: &random)), reconnecting: dead)
         case (.waiting, .waitOver):
             state = .connecting
-            return .connect(lastEventID: resumePoint)
+            return .connect
         case (.renewing, .renewed):
             state = .connecting
             renewalBackoff.reset()
-            return .connect(lastEventID: resumePoint)
+            return .connect
         case (.renewing, .renewalFailed(let minted)):
             state = .renewalWaiting(minted: minted)
             return .wait(renewalBackoff.failed(using: &random), reconnecting: false)
@@ -143,22 +116,12 @@ struct PushStreamMachine: Sendable {
             return .finish
         }
     }
-
-    /// The push with this relay message id was fully handled (stored, withdrawn, or acked as a duplicate or a bad push).
-    mutating func handled(_ messageID: String) {
-        lastHandled = messageID
-    }
-
-    /// A push could not be handled yet: the next connect resumes without `Last-Event-ID`.
-    mutating func handleFailed() {
-        resumeBlocked = true
-    }
 }
 
 extension PushStreamMachine {
-    /// ``event(_:run:using:)`` with the system's randomness.
-    mutating func event(_ event: Event, run: Int) -> Action {
+    /// ``event(_:using:)`` with the system's randomness.
+    mutating func event(_ event: Event) -> Action {
         var random = SystemRandomNumberGenerator()
-        return self.event(event, run: run, using: &random)
+        return self.event(event, using: &random)
     }
 }
