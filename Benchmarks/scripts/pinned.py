@@ -12,7 +12,9 @@ is measured --runs times on a fresh server and printed as median and spread (min
   register-kdf1000  the same at Beiwe's 1000 iterations
   load-vs-wrk     survey-cli load register (closed, 64) against wrk (64 connections), same server (kdf 1): each tool's CPU
                   per registration, and their ratio (--http-client curl: with the libcurl client instead of the event loops)
-  relay           push-relay with survey-cli load push (500 devices, 2,000/s): relay and driver CPU per delivery
+  relay           push-relay with survey-cli load push (500 devices, 2,000/s): relay and driver CPU per delivery, and
+                  with Linux perf installed the relay's system calls and context switches per delivery over the same
+                  window (`perf stat -e raw_syscalls:sys_enter,context-switches -p RELAY`)
 
 Needs a release build (swift build -c release) and wrk (apt-get install wrk). Loopback only; every server's data is a
 temporary SQLite file removed at the end. Timings on shared cores move from run to run: read the spread.
@@ -23,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -177,12 +180,26 @@ def measure_relay(args, work, devices=500, rate=2000):
                                    "--report", report, *client_flag(args)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3.5)
         r0, d0, t0 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
-        time.sleep(seconds - 2)
+        counts = {}
+        if shutil.which("perf"):
+            # The relay's system calls and context switches over the window (perf waits as long as the sleep did).
+            stat = subprocess.run(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter,context-switches", "-p", str(relay.pid),
+                                   "--", "sleep", str(seconds - 2)], capture_output=True, text=True)
+            for line in stat.stderr.splitlines():
+                parts = line.split(",")
+                if len(parts) > 2 and parts[0].isdigit():
+                    counts[parts[2]] = int(parts[0])
+        else:
+            time.sleep(seconds - 2)
         r1, d1, t1 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
         driver.wait(timeout=120)
         throughput = json.load(open(report))["totals"]["throughput"]
         deliveries = throughput * (t1 - t0)
-        return {"relay_us": (r1 - r0) / deliveries * 1e6, "driver_us": (d1 - d0) / deliveries * 1e6, "rate": throughput}
+        result = {"relay_us": (r1 - r0) / deliveries * 1e6, "driver_us": (d1 - d0) / deliveries * 1e6, "rate": throughput}
+        if "raw_syscalls:sys_enter" in counts and "context-switches" in counts:
+            result["syscalls"] = counts["raw_syscalls:sys_enter"] / deliveries
+            result["switches"] = counts["context-switches"] / deliveries
+        return result
     finally:
         relay.stop()
 
@@ -237,6 +254,11 @@ def main():
         rows = results["relay"]
         print(f"relay             relay {spread([r['relay_us'] for r in rows])}, driver {spread([r['driver_us'] for r in rows])} per delivery "
               f"at {statistics.median([r['rate'] for r in rows]):.0f}/s")
+        if all("syscalls" in r for r in rows):
+            print(f"relay calls       {spread([r['syscalls'] for r in rows], 'system calls')}, "
+                  f"{spread([r['switches'] for r in rows], 'context switches')} per delivery (the relay)")
+        else:
+            print("relay calls       not counted (needs Linux perf, and permission to trace the relay)")
 
 
 if __name__ == "__main__":
