@@ -6,7 +6,8 @@ of this package (SurveyWire's JSONValue, Messaging's Message, Transport's Transp
     python3 scripts/sdk-api.py [--graphs DIR]
 
 Emits ClientSDK's symbol graph (`swift package dump-symbol-graph --minimum-access-level public`, with the debug build
-reused) unless --graphs names a directory that holds one, then reads every public symbol's declaration: each type it
+reused) unless --graphs names a directory that holds one (scripts/test passes the one `scripts/docs` has just
+extracted, so the graph is not made twice), then reads every public symbol's declaration: each type it
 names is identified by its USR, whose first component is the module that declares it. Types of the standard library,
 Foundation and swift-log (`Logger`, the logging API of Swift on the server) are allowed; a type of any target under
 Sources/ other than ClientSDK is reported as `MODULE.Type in Declaration.path` and fails the check (exit 1).

@@ -38,7 +38,7 @@ public actor DeviceFleet {
         self.relayURL = relayURL
         self.dataDirectory = dataDirectory
         self.logger = logger
-        connections = SharedConnections(requestTimeout: .seconds(30), connectTimeout: .seconds(5))
+        connections = SharedConnections()
     }
 
     /// Registers a new device and starts it listening; returns its view.

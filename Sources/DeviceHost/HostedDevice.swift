@@ -45,7 +45,7 @@ actor HostedDevice {
                 await self?.record(event)
                 if let answer, case .surveyAvailable(let survey) = event {
                     // Off the event loop: an upload waits for the server.
-                    Task { try? await client.submit(answers: Self.answers(survey, answer), for: survey.surveyID) }
+                    Task { try? await client.submit(answers: survey.answers(allWith: answer), for: survey.surveyID) }
                 }
             }
         }
@@ -61,7 +61,7 @@ actor HostedDevice {
         state = .running
         if let answer {
             for survey in await client.pendingSurveys() {
-                try? await client.submit(answers: Self.answers(survey, answer), for: survey.surveyID)
+                try? await client.submit(answers: survey.answers(allWith: answer), for: survey.surveyID)
             }
         }
     }
@@ -118,12 +118,5 @@ actor HostedDevice {
         log.append(DeviceEventLine.object(event))
         let seq = log.lastSeq
         newest.update { $0 = seq }
-    }
-
-    /// Every question of `survey` answered with `value`.
-    static func answers(_ survey: StoredSurvey, _ value: String) -> [String: String] {
-        var answers: [String: String] = [:]
-        for question in survey.questions where question.takesAnswer { answers[question.id] = value }
-        return answers
     }
 }

@@ -111,7 +111,7 @@ struct Demo: AsyncParsableCommand {
         guard let message = try await client.nextMessage(for: "microsurvey", context: context).message else {
             throw DemoError("the microsurvey did not appear at the second homepage view")
         }
-        var survey = try await client.microsurvey(for: message, strings: Self.strings, appName: "Firefox")
+        var survey = try await client.microsurvey(for: message, strings: Self.strings)
         say("      homepage view 2: prompt \"\(survey.promptTitle)\" [\(survey.promptButtonLabel)]")
         say("      question \"\(survey.question)\" options \(survey.options.map { "\"\($0)\"" }.joined(separator: ", "))")
         for input: Microsurvey.Input in [.showPrompt, .continueToSurvey, .surveyAppeared, .select("Satisfied"), .submit, .confirmationViewed, .closeSurvey] {

@@ -226,9 +226,7 @@ struct DeviceListen: AsyncParsableCommand {
     }
 
     static func answer(_ client: SurveyClient, _ survey: StoredSurvey, _ value: String) async throws {
-        var answers: [String: String] = [:]
-        for question in survey.questions where question.takesAnswer { answers[question.id] = value }
-        try await client.submit(answers: answers, for: survey.surveyID)
+        try await client.submit(answers: survey.answers(allWith: value), for: survey.surveyID)
     }
 }
 

@@ -21,6 +21,14 @@ public struct StoredSurvey: Sendable, Codable, Equatable {
     /// The questions, in order (items of the spec that are not questions are left out).
     public var questions: [SurveyQuestion] { entry.content.compactMap(SurveyQuestion.init) }
 
+    /// Every question that takes an answer, answered with `value` (what a simulated participant that answers on its own
+    /// submits).
+    public func answers(allWith value: String) -> [String: String] {
+        var answers: [String: String] = [:]
+        for question in questions where question.takesAnswer { answers[question.id] = value }
+        return answers
+    }
+
     init(entry: SurveyEntry, scheduleUUIDs: [String], sentTime: String, receivedAt: String) {
         self.entry = entry
         self.scheduleUUIDs = scheduleUUIDs
