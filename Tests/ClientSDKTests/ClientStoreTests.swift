@@ -52,6 +52,22 @@ import SurveyWire
         second.releaseLock()
     }
 
+    /// A copy of the lock's descriptor elsewhere (what a child forked by another thread holds until it execs) must not
+    /// keep the directory locked once its client has released it.
+    @Test func aReleasedLockIsFreeWhileACopyOfItsDescriptorIsOpen() throws {
+        let root = directory()
+        let first = try ClientStore(root: root)
+        let lockPath = root.appendingPathComponent("lock").resolvingSymlinksInPath().path
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").compactMap(Int32.init)
+        let held = try #require(descriptors.first { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == lockPath })
+        let copy = dup(held)
+        #expect(copy >= 0)
+        defer { close(copy) }
+        first.releaseLock()
+        let second = try ClientStore(root: root)
+        second.releaseLock()
+    }
+
     @Test func durableWriteReplacesWholeFilesAndLeavesNoTemporaries() throws {
         let store = try ClientStore(root: directory())
         for n in 0..<50 { try store.write(["n": n], to: store.stateURL) }

@@ -211,9 +211,13 @@ final class DirectoryLock: Sendable {
 
     var isReleased: Bool { fd.withLock { $0 < 0 } }
 
+    /// Unlocks, then closes. Closing alone is not enough: the lock belongs to the open file, and a child process forked
+    /// elsewhere in this process (a `Process` launched by another thread) holds a copy of the descriptor until it execs,
+    /// so the next client on the directory found it still locked (`storage_locked`, seen in CI once).
     func release() {
         fd.withLock { descriptor in
             guard descriptor >= 0 else { return }
+            flock(descriptor, LOCK_UN)
             close(descriptor)
             descriptor = -1
         }
