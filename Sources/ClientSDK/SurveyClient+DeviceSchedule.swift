@@ -68,11 +68,7 @@ extension SurveyClient {
     }
 
     func startLocalSchedule() {
-        guard !loops.isRunning(.localSchedule) else { return }
-        loops.started(.localSchedule, background.periodic(on: self, firstWait: DeviceSchedule.tickInterval) { client in
-            await client.localScheduleTick()
-            return DeviceSchedule.tickInterval
-        })
+        runtime.localSchedule.send(.begin(firstWait: DeviceSchedule.tickInterval))
     }
 
     /// One tick of the device's schedule: download the list when it is due (``DeviceSchedule/tick(now:lastCheck:frequencySeconds:)``),

@@ -190,8 +190,7 @@ extension SurveyClient {
 
     /// Retries of pushes handed over by the app, while the client runs without a relay stream.
     func startIntakeRetries() {
-        guard !loops.isRunning(.intakeRetry) else { return }
-        loops.started(.intakeRetry, background.periodic(on: self, firstWait: .zero) { client in await client.runDueRetries() })
+        runtime.intakeRetry.send(.begin(firstWait: .zero))
     }
 
     /// Runs the retries that are due; returns how long until the next one (at most a second).

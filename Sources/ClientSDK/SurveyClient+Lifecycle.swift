@@ -94,14 +94,17 @@ extension SurveyClient {
         if Task.isCancelled { throw .cancelled }
     }
 
-    /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval`.
+    /// Beiwe's `/mobile-heartbeat` while the client runs: one now, then every `heartbeatInterval` (its loop ticks
+    /// ``heartbeatTick()``).
     func startHeartbeat() {
-        guard !loops.isRunning(.heartbeat), let interval = configuration.heartbeatInterval else { return }
-        loops.started(.heartbeat, background.periodic(on: self, firstWait: .zero) { client in
-            await client.sendHeartbeat()
-            await client.confirmReceipts()
-            return interval
-        })
+        guard configuration.heartbeatInterval != nil else { return }
+        runtime.heartbeat.send(.begin(firstWait: .zero))
+    }
+
+    /// One tick of the heartbeat's loop.
+    func heartbeatTick() async {
+        await sendHeartbeat()
+        await confirmReceipts()
     }
 
     /// One `/mobile-heartbeat`; the receipts it carried (`notification_uuids`) are confirmed once the server takes it.
@@ -138,14 +141,11 @@ extension SurveyClient {
         await endSession()
     }
 
-    /// Cancels every background task and waits until each has ended: when this returns, nothing of the client runs.
+    /// Halts every loop but the session's heartbeat and waits until each has ended its work: when this returns,
+    /// nothing of the client runs but that heartbeat (it ends with the session, `endSession`, after this).
     func stopBackground() async {
-        // The session's heartbeat ends with the session (`endSession`, after this).
-        let tasks = loops.takeAll(except: [.sessionHeartbeat])
-        for task in tasks { task.cancel() }
-        for task in tasks { await task.value }
-        // After the loops ended: an event a cancelled loop sent on its way out reached the machine before this.
-        _ = outboxRetry.event(.stopped)
+        await runtime.halt(Set(ClientRuntime.Kind.allCases).subtracting([.sessionHeartbeat]))
+        // After the loops halted: an event a halted loop's work sent on its way out reached the machine before this.
         _ = pingUploads.event(.stopped)
         intake.streamEnded()
     }
@@ -161,11 +161,8 @@ extension SurveyClient {
             return
         }
         await endRun(cancellingStart: cancellingStart)
-        if let session = loops.take(.sessionHeartbeat) {
-            session.cancel()
-            await session.value
-        }
-        background.shutdown()
+        await runtime.halt([.sessionHeartbeat])
+        runtime.shutdown()
         continuation.finish()
         ownedHTTP?.shutdown()
         eventLog.close()
@@ -189,11 +186,11 @@ extension SurveyClient {
     /// }
     /// ```
     public func run() async throws(SurveyClientError) {
-        // This call drives the client's task group, so every background task is a child of the caller's task.
-        let drives = background.claim()
+        // This call drives the client's loops, so every one of them is a child of the caller's task.
+        let drives = runtime.claim()
         let outcome: Result<Void, SurveyClientError> = await withDiscardingTaskGroup { group in
             if drives {
-                group.addTask { [background] in await background.drive() }
+                group.addTask { [runtime] in await runtime.drive() }
             }
             do throws(SurveyClientError) {
                 try await start()

@@ -173,18 +173,13 @@ extension SurveyClient {
         }
     }
 
-    /// Uploads again once the rate limiter's window ends (to the millisecond).
+    /// Uploads again once the rate limiter's window ends (to the millisecond): the wake loop calls ``pingWakeDue()``.
     func schedulePingWake(after wait: Duration) {
-        loops.started(.pingWake, background.spawn { [weak self] in
-            try? await Task.sleep(for: wait)
-            guard let client = self, !Task.isCancelled else { return }
-            await client.pingWakeDue()
-        })
+        runtime.pingWake.send(.schedule(after: wait))
     }
 
     /// The rate limit's window ended: the queue is walked again.
     func pingWakeDue() async {
-        _ = loops.take(.pingWake)
         guard pingUploads.event(.wakeDue) == .walk else { return }
         await retryPings()
     }

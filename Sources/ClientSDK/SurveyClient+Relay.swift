@@ -74,16 +74,21 @@ extension SurveyClient {
         try save()
     }
 
-    /// Runs the push stream's loop: its own ``PushStreamMachine`` decides, this task performs each action and feeds the
-    /// outcome back. The client is held for each call only, never across a wait or a read: a client dropped without
-    /// `close()` ends its stream (no reconnecting for ever behind a later client's back).
+    /// Opens the push stream (its loop runs the job below) when there is a token and a relay; does nothing while it runs.
     func startStream() {
-        guard !loops.isRunning(.stream), state.relayToken != nil, configuration.relayURL != nil else { return }
-        let http = self.http
-        let logger = self.logger
-        let deadAfter = configuration.relayKeepalive * 2.5
-        loops.started(.stream, background.spawn { [weak self] in
-            // The loop's machine is the loop's alone: a loop that `stop()` cancelled ends with it.
+        guard state.relayToken != nil, configuration.relayURL != nil else { return }
+        runtime.stream.send(.requested)
+    }
+
+    /// The push stream's job: its own ``PushStreamMachine`` decides, the job performs each action and feeds the outcome
+    /// back. The client is held for each call only, never across a wait or a read: a client dropped without `close()`
+    /// ends its stream (no reconnecting for ever behind a later client's back).
+    static func streamJob(of client: SurveyClient) -> @Sendable () async -> Void {
+        let http = client.http
+        let logger = client.logger
+        let deadAfter = client.configuration.relayKeepalive * 2.5
+        return { [weak client] in
+            // The job's machine is the job's alone: a job that `stop()` halted ends with it.
             var machine = PushStreamMachine()
             var action = machine.start()
             var open: TransportClient.EventStream?
@@ -93,14 +98,14 @@ extension SurveyClient {
                 case .finish:
                     return
                 case .connect:
-                    guard let request = await self?.streamRequest() else { return }
+                    guard let request = await client?.streamRequest() else { return }
                     do {
                         let stream = try await http.eventStream(request)
                         switch stream.status {
                         case 200:
                             open = stream
                             event = .connected
-                            await self?.streamConnected()
+                            await client?.streamConnected()
                         case 404, 410: event = .tokenGone(status: stream.status)
                         default: event = .refused(status: stream.status)
                         }
@@ -112,39 +117,39 @@ extension SurveyClient {
                 case .read:
                     guard let stream = open else { return }
                     open = nil
-                    weak let client = self
+                    weak let reader = client
                     do {
                         let ended = try await Self.consume(stream.items, deadAfter: deadAfter,
-                                                           handle: { event in await client?.handle(event) },
-                                                           tick: { await client?.runDueRetries() ?? .seconds(1) })
+                                                           handle: { event in await reader?.handle(event) },
+                                                           tick: { await reader?.runDueRetries() ?? .seconds(1) })
                         event = .ended(dead: ended == .dead)
                     } catch {
                         if Task.isCancelled { return }
                         logger.debug("push stream dropped", metadata: ["error": "\(error)"])
                         event = .failed
                     }
-                    await self?.streamEnded()
+                    await client?.streamEnded()
                 case .wait(let duration, let reconnecting):
                     if reconnecting {
                         logger.debug("push stream silent for \(deadAfter); reconnecting")
-                        await self?.emit(.streamReconnecting(reason: "dead"))
+                        await client?.emit(.streamReconnecting(reason: "dead"))
                     }
                     try? await Task.sleep(for: duration)
                     event = .waitOver
                 case .renew(let mint, let reportGone):
                     if let status = reportGone {
-                        await self?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(status) for the stream", status: status)))
+                        await client?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(status) for the stream", status: status)))
                     }
-                    guard let outcome = await self?.renewTokenAttempt(mint: mint) else { return }
+                    guard let outcome = await client?.renewTokenAttempt(mint: mint) else { return }
                     switch outcome {
                     case .done: event = .renewed
                     case .failed(let minted): event = .renewalFailed(minted: minted)
                     }
                 }
-                guard !Task.isCancelled, self != nil else { return }
+                guard !Task.isCancelled, client != nil else { return }
                 action = machine.event(event)
             }
-        })
+        }
     }
 
     /// The stream request on the token in use, resuming after the resume point; nil without a token or relay.

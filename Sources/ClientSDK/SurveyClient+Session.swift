@@ -71,7 +71,7 @@ extension SurveyClient {
     func endSession() async {
         guard case .close(let seconds) = session.event(.ended(at: now())) else { return }
         recordMMA("pauseSession", [:])
-        loops.take(.sessionHeartbeat)?.cancel()
+        runtime.sessionHeartbeat.haltSoon()
         if isUploadEnabled {
             let metrics: JSONValue = ["timespan": ["glean.baseline.duration": ["time_unit": "second", "value": .number(Double(seconds))]]]
             _ = try? makePing("baseline", reason: "inactive", metrics: metrics)
@@ -89,10 +89,9 @@ extension SurveyClient {
     /// session ended record nothing and end the loop (``SessionMachine``).
     func startSessionHeartbeat(session number: Int) {
         guard let interval = configuration.telemetry.sessionHeartbeat else { return }
-        loops.take(.sessionHeartbeat)?.cancel()
-        loops.started(.sessionHeartbeat, background.periodic(on: self, firstWait: interval) { client in
-            await client.sessionHeartbeatDue(session: number) ? interval : nil
-        })
+        // The last session's loop ends first (messages are handled in order).
+        runtime.sessionHeartbeat.haltSoon()
+        runtime.sessionHeartbeat.send(.begin(firstWait: interval, tag: number))
     }
 
     /// A tick of session `number`'s heartbeat loop: records MMA `heartbeat` while that session is open; false ends the loop.

@@ -39,22 +39,10 @@ extension SurveyClient {
             return
         }
         if case .written(_, batchDue: true) = appended {
-            // Once per batch: the actor makes the ping, as a loop of the client's task group (`close()` awaits it; after
-            // `close()` the group starts nothing).
-            background.spawn { [weak self] in await self?.startBatch() }
+            // Once per batch: the batch loop makes the ping (one at a time; after `close()` it makes none).
+            runtime.batch.send(.requested)
         }
     }
-
-    /// Makes the `max_capacity` ping in the background unless one is being made.
-    func startBatch() {
-        guard !loops.isRunning(.batch), !isClosed else { return }
-        loops.started(.batch, background.spawn { [weak self] in
-            _ = try? await self?.submitEventsPing(reason: "max_capacity")
-            await self?.batchEnded()
-        })
-    }
-
-    func batchEnded() { _ = loops.take(.batch) }
 
     static func truncated(_ value: String) -> String {
         guard value.utf8.count > maxExtraValueBytes else { return value }

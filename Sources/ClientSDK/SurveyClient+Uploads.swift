@@ -49,28 +49,9 @@ extension SurveyClient {
     }
 
     /// Retries the upload and ping outboxes (and an unannounced token) with exponential backoff and jitter until all
-    /// are done or the client stops: ``OutboxRetryMachine`` decides, the loop performs.
+    /// are done or the client stops: its loop's ``OutboxRetryMachine`` decides, the loop performs (``attemptOutboxes()``).
     func scheduleUploadRetry() {
-        guard case .startLoop(let first) = outboxRetry.event(.requested) else { return }
-        loops.started(.outboxRetry, background.spawn { [weak self] in
-            var action = OutboxRetryMachine.Action.wait(first)
-            while !Task.isCancelled {
-                let event: OutboxRetryMachine.Event
-                switch action {
-                case .none, .startLoop, .finish:
-                    return
-                case .wait(let duration):
-                    try? await Task.sleep(for: duration)
-                    event = .waitOver
-                case .attempt:
-                    // Held only for the calls, never across the sleep: a dropped client ends this loop.
-                    guard let client = self else { return }
-                    event = .attempted(allDone: await client.attemptOutboxes())
-                }
-                guard !Task.isCancelled, let next = await self?.outboxRetryEvent(event) else { return }
-                action = next
-            }
-        })
+        runtime.outboxRetry.send(.requested)
     }
 
     /// One attempt at every outbox; true when nothing is left to send.
@@ -79,13 +60,6 @@ extension SurveyClient {
         let pingsDone = await retryPingsOnce()
         let tokenDone = (try? await announceTokenIfNeeded()) != nil
         return uploadsDone && pingsDone && tokenDone
-    }
-
-    /// Feeds the retry loop's event to its machine; the loop's handle goes in the same turn as its end is decided.
-    func outboxRetryEvent(_ event: OutboxRetryMachine.Event) -> OutboxRetryMachine.Action {
-        let action = outboxRetry.event(event)
-        if action == .finish { _ = loops.take(.outboxRetry) }
-        return action
     }
 
     /// Uploads one answer file. `background`: no caller will see a thrown error, so a final refusal is emitted (each

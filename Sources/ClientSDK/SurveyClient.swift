@@ -39,14 +39,13 @@ public actor SurveyClient {
         // Recording happens outside the actor: the event log follows the upload choice.
         didSet { eventLog.setRecording(isUploadEnabled) }
     }
-    /// The background loops running (stream, heartbeat, retries, schedule, telemetry wake-ups), one of each kind.
-    var loops = ClientLoops()
     /// Where the push stream resumes (the last push handled), across its loops; each loop owns its connection machine.
     var resumePoint = StreamResumePoint()
     /// idle → starting → running → closed, and what `start()`, `stop()` and `close()` do in each.
     var lifecycle = ClientLifecycle()
-    /// Every loop in `loops` runs in this one task group (driven by `run()`, or by its owner task).
-    let background = BackgroundTasks()
+    /// The client's loops (stream, heartbeat, retries, schedule, telemetry wake-ups), one of each kind, each owning its
+    /// machine; driven by `run()`, or by their owner task.
+    nonisolated let runtime = ClientRuntime()
     /// Fired by `close()` or by the cancellation of `run()`'s caller: `run()` then closes the client and returns.
     let closeRequest = OneShot()
     /// Fired when `close()` has finished (a second `close()` waits for it).
@@ -69,8 +68,6 @@ public actor SurveyClient {
     }
     /// Answer files being uploaded (one upload per file at a time).
     var outbox = UploadOutbox()
-    /// The outbox retry loop's backoff and whether it runs.
-    var outboxRetry = OutboxRetryMachine()
     /// Telemetry events on disk, and how many wait in the open log.
     let eventLog: EventLog
     var eventsWaiting: Int { eventLog.openCount }
@@ -137,6 +134,7 @@ public actor SurveyClient {
         (events, continuation) = AsyncStream<SurveyClientEvent>.makeStream(bufferingPolicy: .bufferingNewest(max(1, configuration.eventBufferLimit)))
         // (The actor's `isUploadEnabled` is not reachable from its initializer.)
         eventLog.setRecording(state.uploadEnabled ?? configuration.telemetry.uploadEnabled)
+        runtime.install(Self.loops(of: self))
     }
 
     /// Events kept by default for a consumer that has not read them yet (the oldest are dropped past it); see
@@ -144,8 +142,8 @@ public actor SurveyClient {
     public static let eventBufferLimit = 10_000
 
     deinit {
-        // A client dropped without `close()`: its background tasks hold it weakly, and end with it.
-        background.shutdown()
+        // A client dropped without `close()`: its loops hold it only during a call, and end with it.
+        runtime.shutdown()
         closeRequest.fire()
         continuation.finish()
     }

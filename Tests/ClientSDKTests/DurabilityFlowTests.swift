@@ -144,7 +144,7 @@ import Testing
         study.fail("/upload", status: 503, count: 100)
         _ = try? await client.submit(answers: ["q1": "1"], for: "s1")
         await client.stop()
-        #expect(await client.outboxRetry.state == .idle)
+        #expect(client.runtime.outboxRetry.isIdle)
         let tries = study.seen("/upload").count
         try await Task.sleep(for: .milliseconds(800))
         #expect(study.seen("/upload").count == tries, "uploads after stop()")

@@ -113,7 +113,7 @@ import Transport
         #expect(study.seen("/upload").count == 3)
         #expect(try study.uploadedAnswers().last == ["q1": "4"])
         #expect(await client.status().uploadsWaiting == 0)
-        #expect(await MemoryStudy.eventually { await client.outboxRetry.state == .idle }, "the retry loop still runs with the outbox empty")
+        #expect(await MemoryStudy.eventually { client.runtime.outboxRetry.isIdle }, "the retry loop still runs with the outbox empty")
         await client.close()
     }
 

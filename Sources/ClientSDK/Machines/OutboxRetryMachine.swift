@@ -1,11 +1,11 @@
 /// The outbox retry loop's decisions: answer files, pings and an unannounced token that failed to go out are tried
 /// again after a backoff (``Backoff/outbox``: 0.5 s doubling to 60 s, with jitter) until all three are done.
 ///
-/// A value type: the client feeds it events on its actor and the loop performs the action it returns. The decision to
-/// end the loop and the request for another retry meet here, in one actor turn each, so a retry asked for while the
-/// last attempt runs is never lost (the loop used to end after an attempt that found everything sent, and a failure in
-/// between found the loop still registered and scheduled nothing).
-struct OutboxRetryMachine: Sendable, Equatable {
+/// A value type owned by its loop (``MachineLoop``): requests from the client and the attempts' outcomes reach it one
+/// at a time through the loop's mailbox, so a retry asked for while the last attempt runs is never lost (the loop used
+/// to end after an attempt that found everything sent, and a failure in between found the loop still registered and
+/// scheduled nothing).
+struct OutboxRetryMachine: LoopMachine, Equatable {
     enum State: Sendable, Equatable {
         /// No loop runs.
         case idle
@@ -29,13 +29,13 @@ struct OutboxRetryMachine: Sendable, Equatable {
     enum Action: Sendable, Equatable {
         /// Nothing to do (a loop runs already, or none is needed).
         case none
-        /// Start a loop that first waits this long.
+        /// The loop leaves its rest: wait this long, then report `waitOver`.
         case startLoop(wait: Duration)
         /// Wait this long, then report `waitOver`.
         case wait(Duration)
         /// Try every outbox once, then report `attempted`.
         case attempt
-        /// The loop ends.
+        /// The loop comes to rest (everything went out, or a report came after a stop).
         case finish
     }
 
@@ -73,6 +73,10 @@ struct OutboxRetryMachine: Sendable, Equatable {
             return .finish
         }
     }
+
+    mutating func halted() { _ = event(.stopped) }
+
+    var isIdle: Bool { state == .idle }
 
     /// Failed attempts since the last success (the next wait's ceiling follows from it).
     var failures: Int { backoff.failures }

@@ -1,0 +1,53 @@
+/// Runs one loop: reads its mailbox one message at a time, feeds each event to the machine, and performs the action
+/// through `perform` (work runs as children of the loop's task group, and reports back through the mailbox). A halt
+/// cancels the work, waits for it to end, resets the machine, then acknowledges. Ends when the mailbox is finished or
+/// the task is cancelled, with every piece of its work ended.
+enum MachineLoop {
+    static func run<Machine: LoopMachine>(_ machine: Machine, mailbox: LoopMailbox<Machine.Event>,
+                                          perform: @escaping @Sendable (Machine.Action) -> LoopWork<Machine.Event>) async {
+        var machine = machine
+        mailbox.loopBegan()
+        var iterator = mailbox.messages.makeAsyncIterator()
+        var epoch = 0
+        var open = true
+        while open {
+            var ack: OneShot?
+            // One run of the loop's work: from the last halt to the next.
+            await withDiscardingTaskGroup { group in
+                while let message = await iterator.next() {
+                    switch message {
+                    case .halt(let halt):
+                        ack = halt
+                        group.cancelAll()
+                        return
+                    case .event(let event, let from):
+                        if let from, from != epoch { continue }
+                        let work = perform(machine.event(event))
+                        mailbox.noteIdle(machine.isIdle)
+                        switch work {
+                        case .none:
+                            break
+                        case .run(let body):
+                            group.addTask { [epoch] in
+                                if let reported = await body() { mailbox.report(reported, epoch: epoch) }
+                            }
+                        case .after(let wait, let reported):
+                            group.addTask { [epoch] in
+                                try? await Task.sleep(for: wait)
+                                if !Task.isCancelled { mailbox.report(reported, epoch: epoch) }
+                            }
+                        }
+                    }
+                }
+                // The mailbox was finished, or this task cancelled: the work ends with the loop.
+                open = false
+                group.cancelAll()
+            }
+            machine.halted()
+            mailbox.noteIdle(machine.isIdle)
+            epoch += 1
+            if let ack { mailbox.acknowledge(ack) }
+        }
+        mailbox.loopEnded()
+    }
+}

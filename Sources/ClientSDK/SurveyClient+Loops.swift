@@ -1,0 +1,89 @@
+import Foundation
+
+/// The client's loops (``ClientRuntime``): what each performs for its machine's actions. A loop holds the client only
+/// for a call, never across a wait: a client dropped without `close()` is freed, and its deinit ends the loops.
+extension SurveyClient {
+    /// The loop of each kind for `client` (``ClientRuntime`` runs it as a child of its task group, from the first message
+    /// the kind is sent until the client closes).
+    static func loops(of client: SurveyClient) -> @Sendable (ClientRuntime.Kind) async -> Void {
+        let runtime = client.runtime
+        let heartbeatInterval = client.configuration.heartbeatInterval
+        let sessionInterval = client.configuration.telemetry.sessionHeartbeat
+        let streamJob = streamJob(of: client)
+        let client = WeakReference(client)
+        return { kind in
+            switch kind {
+            case .stream:
+                await single(runtime.stream) { await streamJob() }
+            case .batch:
+                await single(runtime.batch) { _ = try? await client.object?.submitEventsPing(reason: "max_capacity") }
+            case .heartbeat:
+                await periodic(runtime.heartbeat) { _ in
+                    guard let held = client.object, let heartbeatInterval else { return nil }
+                    await held.heartbeatTick()
+                    return heartbeatInterval
+                }
+            case .localSchedule:
+                await periodic(runtime.localSchedule) { _ in
+                    guard let held = client.object else { return nil }
+                    await held.localScheduleTick()
+                    return DeviceSchedule.tickInterval
+                }
+            case .intakeRetry:
+                await periodic(runtime.intakeRetry) { _ in await client.object?.runDueRetries() }
+            case .sessionHeartbeat:
+                await periodic(runtime.sessionHeartbeat) { session in
+                    guard let held = client.object, let sessionInterval else { return nil }
+                    return await held.sessionHeartbeatDue(session: session) ? sessionInterval : nil
+                }
+            case .outboxRetry:
+                await MachineLoop.run(OutboxRetryMachine(), mailbox: runtime.outboxRetry) { action in
+                    switch action {
+                    case .none, .finish: .none
+                    case .startLoop(let wait), .wait(let wait): .after(wait, .waitOver)
+                    case .attempt: .run {
+                        guard let held = client.object else { return nil }
+                        return .attempted(allDone: await held.attemptOutboxes())
+                    }
+                    }
+                }
+            case .pingWake:
+                await MachineLoop.run(WakeMachine(), mailbox: runtime.pingWake) { action in
+                    switch action {
+                    case .none: .none
+                    case .wait(let wait, let generation): .after(wait, .due(generation: generation))
+                    case .wake: .run {
+                        await client.object?.pingWakeDue()
+                        return nil
+                    }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A loop that ticks (``PeriodicMachine``); `tick` gets the run's tag and returns the wait before the next tick.
+    static func periodic(_ mailbox: LoopMailbox<PeriodicMachine.Event>,
+                         tick: @escaping @Sendable (Int) async -> Duration?) async {
+        await MachineLoop.run(PeriodicMachine(), mailbox: mailbox) { action in
+            switch action {
+            case .none: .none
+            case .wait(let wait): .after(wait, .due)
+            case .tick(let tag): .run { .ticked(next: await tick(tag)) }
+            }
+        }
+    }
+
+    /// A loop that runs one job at a time (``SingleJobMachine``).
+    static func single(_ mailbox: LoopMailbox<SingleJobMachine.Event>, job: @escaping @Sendable () async -> Void) async {
+        await MachineLoop.run(SingleJobMachine(), mailbox: mailbox) { action in
+            switch action {
+            case .none: .none
+            case .run: .run {
+                await job()
+                return .finished
+            }
+            }
+        }
+    }
+}
