@@ -14,7 +14,9 @@ is measured --runs times on a fresh server and printed as median and spread (min
                   per registration, and their ratio (--http-client curl: with the libcurl client instead of the event loops)
   relay           push-relay with survey-cli load push (500 devices, 2,000/s): relay and driver CPU per delivery, and
                   with Linux perf installed the relay's system calls and context switches per delivery over the same
-                  window (`perf stat -e raw_syscalls:sys_enter,context-switches -p RELAY`)
+                  window (`perf stat -e raw_syscalls:sys_enter,context-switches -p RELAY`) and the kernel's part of its
+                  CPU (`perf record -e cpu-clock` over 2 s after that window: the share of samples in the kernel times
+                  the CPU then); `relay-floor.py` measures the same figures for the relay's socket work alone
 
 Needs a release build (swift build -c release) and wrk (apt-get install wrk). Loopback only; every server's data is a
 temporary SQLite file removed at the end. Timings on shared cores move from run to run: read the spread.
@@ -32,6 +34,8 @@ import sys
 import tempfile
 import time
 import urllib.parse
+
+from perfshare import AVAILABLE, Counter, Sampler
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -175,23 +179,22 @@ def measure_relay(args, work, devices=500, rate=2000):
     try:
         report = os.path.join(work, "push.json")
         seconds = max(args.seconds, 5)
+        # With perf, 3 s more: after the measured window, 2 s of samples for the kernel's share (never both at once).
+        extra = 3 if AVAILABLE else 0
         driver = subprocess.Popen(["taskset", "-c", "1", os.path.join(args.bin, "survey-cli"), "load", "push", "--relay", relay.url,
-                                   "--devices", str(devices), "--rate", str(rate), "--warmup", "2s", "--duration", f"{seconds}s",
+                                   "--devices", str(devices), "--rate", str(rate), "--warmup", "2s", "--duration", f"{seconds + extra}s",
                                    "--report", report, *client_flag(args)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3.5)
         r0, d0, t0 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
-        counts = {}
-        if shutil.which("perf"):
-            # The relay's system calls and context switches over the window (perf waits as long as the sleep did).
-            stat = subprocess.run(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter,context-switches", "-p", str(relay.pid),
-                                   "--", "sleep", str(seconds - 2)], capture_output=True, text=True)
-            for line in stat.stderr.splitlines():
-                parts = line.split(",")
-                if len(parts) > 2 and parts[0].isdigit():
-                    counts[parts[2]] = int(parts[0])
-        else:
+        # With perf: the relay's system calls and context switches over the window.
+        counts = Counter(relay.pid, seconds - 2).finish() if AVAILABLE else {}
+        if not AVAILABLE:
             time.sleep(seconds - 2)
         r1, d1, t1 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
+        share = None
+        if AVAILABLE:
+            share = Sampler(relay.pid, 2).finish()
+            r2, t2 = cpu_seconds(relay.pid), time.monotonic()
         driver.wait(timeout=120)
         throughput = json.load(open(report))["totals"]["throughput"]
         deliveries = throughput * (t1 - t0)
@@ -199,6 +202,8 @@ def measure_relay(args, work, devices=500, rate=2000):
         if "raw_syscalls:sys_enter" in counts and "context-switches" in counts:
             result["syscalls"] = counts["raw_syscalls:sys_enter"] / deliveries
             result["switches"] = counts["context-switches"] / deliveries
+        if share is not None:
+            result["kernel_us"] = share * (r2 - r1) / (throughput * (t2 - t1)) * 1e6
         return result
     finally:
         relay.stop()
@@ -257,6 +262,9 @@ def main():
         if all("syscalls" in r for r in rows):
             print(f"relay calls       {spread([r['syscalls'] for r in rows], 'system calls')}, "
                   f"{spread([r['switches'] for r in rows], 'context switches')} per delivery (the relay)")
+            if all("kernel_us" in r for r in rows):
+                print(f"relay kernel      {spread([r['kernel_us'] for r in rows])} per delivery (perf's samples in the kernel, "
+                      "2 s after the window; the floor: relay-floor.py)")
         else:
             print("relay calls       not counted (needs Linux perf, and permission to trace the relay)")
 

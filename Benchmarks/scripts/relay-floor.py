@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""The kernel's floor under a push delivery (issue 36): the relay's socket work alone, with nothing else.
+
+    python3 Benchmarks/scripts/relay-floor.py [--runs 3] [--devices 500] [--rate 2000] [--seconds 5]
+
+Two processes, as `pinned.py --only relay` places the relay and `survey-cli load push`: a "relay" on core 0 and a
+"driver" on core 1, talking over loopback TCP. Per delivery the relay does exactly the socket work the real relay cannot
+avoid, in one epoll loop: it reads a provider request (about 600 bytes) from one of the driver's provider connections,
+writes its answer (about 130 bytes) there and the stream event (about 330 bytes) on the device's own stream connection;
+then it reads the device's ack (about 250 bytes) from an ack connection and writes its answer (about 60 bytes). No HTTP
+parsing, no JSON, no allocation worth counting: what is left is the kernel's part (the system calls, the loopback TCP
+path, waking the driver, sleeping in and waking from `epoll_wait`).
+
+It prints the relay's CPU per delivery over the measured window (`/proc/PID/schedstat`) and, when Linux perf is
+installed, its system calls and context switches per delivery over that window, and the kernel's part of its CPU from
+2 s of perf's samples after it (the share in the kernel times the CPU then; `/proc`'s user/system split is sampled per
+tick here, and sampling changes the counts, so the two never overlap). The user part is Python's and no
+floor; the kernel part is. `pinned.py --only relay` prints the same figures for the real relay: what the real relay
+spends above this floor is its own code's.
+"""
+import argparse
+import os
+import select
+import socket
+import statistics
+import sys
+import time
+
+from perfshare import AVAILABLE, Counter, Sampler, cpu_ns
+
+PROVIDER_REQUEST = 600
+PROVIDER_ANSWER = 130
+EVENT = 330
+ACK_REQUEST = 250
+ACK_ANSWER = 60
+PROVIDER_CONNECTIONS = 8
+ACK_CONNECTIONS = 8
+
+
+def pin(core):
+    os.sched_setaffinity(0, {core})
+
+
+def relay(listener, devices):
+    """The relay side: accepts every connection, then serves deliveries until the control connection says stop."""
+    pin(0)
+    epoll = select.epoll()
+    kinds = {}      # fd -> ("stream", i) | ("provider",) | ("ack",) | ("control",)
+    streams = {}    # device index -> socket
+    sockets = {}
+    buffers = {}
+    expected = devices + PROVIDER_CONNECTIONS + ACK_CONNECTIONS + 1
+    while len(sockets) < expected:
+        connection, _ = listener.accept()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        hello = b""
+        while not hello.endswith(b"\n"):
+            hello += connection.recv(64)
+        word = hello.decode().split()
+        fd = connection.fileno()
+        sockets[fd] = connection
+        buffers[fd] = b""
+        if word[0] == "S":
+            kinds[fd] = ("stream",)
+            streams[int(word[1])] = connection
+        else:
+            kinds[fd] = ({"P": "provider", "A": "ack", "C": "control"}[word[0]],)
+        connection.setblocking(False)
+        epoll.register(fd, select.EPOLLIN)
+    for connection in sockets.values():
+        connection.send(b"+")  # everyone is connected
+    answer_provider = b"p" * PROVIDER_ANSWER
+    event = b"e" * EVENT
+    answer_ack = b"a" * ACK_ANSWER
+    running = True
+    while running:
+        for fd, _ in epoll.poll():
+            kind = kinds[fd][0]
+            data = sockets[fd].recv(65536)
+            if not data:
+                continue
+            if kind == "provider":
+                buffer = buffers[fd] + data
+                while len(buffer) >= PROVIDER_REQUEST:
+                    device = int(buffer[:8])
+                    buffer = buffer[PROVIDER_REQUEST:]
+                    sockets[fd].send(answer_provider)
+                    streams[device].send(event)
+                buffers[fd] = buffer
+            elif kind == "ack":
+                buffer = buffers[fd] + data
+                while len(buffer) >= ACK_REQUEST:
+                    buffer = buffer[ACK_REQUEST:]
+                    sockets[fd].send(answer_ack)
+                buffers[fd] = buffer
+            elif kind == "control":
+                running = False
+
+
+def driver(port, devices, rate, seconds, warmup, relay_pid):
+    """The driver side (core 1): paces provider requests at `rate`, acks every event, reads every answer."""
+    pin(1)
+    def connect(hello):
+        connection = socket.create_connection(("127.0.0.1", port))
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection.sendall(hello)
+        return connection
+    streams = [connect(f"S {i}\n".encode()) for i in range(devices)]
+    providers = [connect(b"P\n") for _ in range(PROVIDER_CONNECTIONS)]
+    acks = [connect(b"A\n") for _ in range(ACK_CONNECTIONS)]
+    control = connect(b"C\n")
+    everyone = streams + providers + acks + [control]
+    for connection in everyone:
+        assert connection.recv(1) == b"+"
+    epoll = select.epoll()
+    kinds = {}
+    buffers = {}
+    for connection in streams:
+        kinds[connection.fileno()] = "stream"
+    for connection in providers:
+        kinds[connection.fileno()] = "provider"
+    for connection in acks:
+        kinds[connection.fileno()] = "ack"
+    for connection in everyone[:-1]:
+        connection.setblocking(False)
+        buffers[connection.fileno()] = 0
+        epoll.register(connection.fileno(), select.EPOLLIN)
+    by_fd = {c.fileno(): c for c in everyone}
+    padding = b"x" * (PROVIDER_REQUEST - 8)
+    ack = b"k" * ACK_REQUEST
+    interval = 1.0 / rate
+    start = time.monotonic()
+    next_send = start
+    sent = 0
+    events = 0
+    # The measured window (CPU, and with perf the system calls and context switches), then with perf 2 s of samples.
+    phases = [(start + warmup, "window"), (start + warmup + seconds, "sampling" if AVAILABLE else "end")]
+    if AVAILABLE:
+        phases.append((start + warmup + seconds + 2, "end"))
+    marks = {}
+    counter = sampler = None
+    while True:
+        now = time.monotonic()
+        if phases and now >= phases[0][0]:
+            name = phases.pop(0)[1]
+            marks[name] = (events, cpu_ns(relay_pid))
+            if name == "window" and AVAILABLE:
+                counter = Counter(relay_pid, seconds)
+            if name == "sampling":
+                sampler = Sampler(relay_pid, 2)
+            if name == "end":
+                break
+        while next_send <= now:
+            device = sent % devices
+            providers[sent % PROVIDER_CONNECTIONS].send(b"%08d" % device + padding)
+            sent += 1
+            next_send += interval
+        for fd, _ in epoll.poll(max(0.0, next_send - time.monotonic())):
+            data = by_fd[fd].recv(65536)
+            if kinds[fd] == "stream":
+                buffers[fd] += len(data)
+                while buffers[fd] >= EVENT:
+                    buffers[fd] -= EVENT
+                    acks[events % ACK_CONNECTIONS].send(ack)
+                    events += 1
+    control.sendall(b"stop\n")
+    after = marks.get("sampling", marks["end"])
+    deliveries, cpu = after[0] - marks["window"][0], after[1] - marks["window"][1]
+    counts = counter.finish() if counter else {}
+    if sampler:
+        share = sampler.finish()
+        sampled = (marks["end"][0] - marks["sampling"][0], marks["end"][1] - marks["sampling"][1])
+        if share is not None:
+            counts["kernel_us"] = share * sampled[1] / sampled[0] / 1e3
+    return sent, events, deliveries, cpu, counts
+
+
+def one_run(args):
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4096)
+    port = listener.getsockname()[1]
+    pid = os.fork()
+    if pid == 0:
+        try:
+            relay(listener, args.devices)
+        finally:
+            os._exit(0)
+    listener.close()
+    sent, events, deliveries, cpu, counts = driver(port, args.devices, args.rate, args.seconds, args.warmup, pid)
+    os.waitpid(pid, 0)
+    result = {"rate": deliveries / args.seconds, "cpu_us": cpu / deliveries / 1e3, "lost": sent - events}
+    if "kernel_us" in counts:
+        result["kernel_us"] = counts["kernel_us"]
+    if "raw_syscalls:sys_enter" in counts:
+        result["syscalls"] = counts["raw_syscalls:sys_enter"] / deliveries
+        result["switches"] = counts.get("context-switches", 0) / deliveries
+    return result
+
+
+def spread(values, unit="us"):
+    return f"{statistics.median(values):.1f} {unit} (spread {min(values):.1f}-{max(values):.1f})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--devices", type=int, default=500)
+    parser.add_argument("--rate", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=5)
+    parser.add_argument("--warmup", type=float, default=2)
+    args = parser.parse_args()
+    if os.cpu_count() < 2:
+        sys.exit("needs two cores (the relay on 0, the driver on 1)")
+    rows = []
+    for run in range(args.runs):
+        print(f"run {run + 1} of {args.runs}", file=sys.stderr, flush=True)
+        rows.append(one_run(args))
+    print(f"# python3 Benchmarks/scripts/relay-floor.py {' '.join(sys.argv[1:])}  ({args.runs} runs; relay on core 0, driver on core 1)")
+    print(f"floor             relay CPU {spread([r['cpu_us'] for r in rows])} per delivery at {statistics.median([r['rate'] for r in rows]):.0f}/s "
+          "(Python's user part included)")
+    if all("kernel_us" in r for r in rows):
+        print(f"floor kernel      {spread([r['kernel_us'] for r in rows])} per delivery (perf's samples in the kernel, 2 s after the window)")
+    if all("syscalls" in r for r in rows):
+        print(f"floor calls       {spread([r['syscalls'] for r in rows], 'system calls')}, "
+              f"{spread([r['switches'] for r in rows], 'context switches')} per delivery")
+    print(f"events not acked at the end: {max(r['lost'] for r in rows)} (in flight when the run stopped)")
+
+
+if __name__ == "__main__":
+    main()
