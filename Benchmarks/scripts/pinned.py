@@ -191,10 +191,11 @@ def measure_relay(args, work, devices=500, rate=2000):
         if not AVAILABLE:
             time.sleep(seconds - 2)
         r1, d1, t1 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
-        share = None
+        share = driver_share = None
         if AVAILABLE:
-            share = Sampler(relay.pid, 2).finish()
-            r2, t2 = cpu_seconds(relay.pid), time.monotonic()
+            samplers = Sampler(relay.pid, 2), Sampler(driver.pid, 2)
+            share, driver_share = (each.finish() for each in samplers)
+            r2, d2, t2 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
         driver.wait(timeout=120)
         throughput = json.load(open(report))["totals"]["throughput"]
         deliveries = throughput * (t1 - t0)
@@ -204,6 +205,8 @@ def measure_relay(args, work, devices=500, rate=2000):
             result["switches"] = counts["context-switches"] / deliveries
         if share is not None:
             result["kernel_us"] = share * (r2 - r1) / (throughput * (t2 - t1)) * 1e6
+        if driver_share is not None:
+            result["driver_kernel_us"] = driver_share * (d2 - d1) / (throughput * (t2 - t1)) * 1e6
         return result
     finally:
         relay.stop()
@@ -265,6 +268,8 @@ def main():
             if all("kernel_us" in r for r in rows):
                 print(f"relay kernel      {spread([r['kernel_us'] for r in rows])} per delivery (perf's samples in the kernel, "
                       "2 s after the window; the floor: relay-floor.py)")
+            if all("driver_kernel_us" in r for r in rows):
+                print(f"driver kernel     {spread([r['driver_kernel_us'] for r in rows])} per delivery (the same, for the driver)")
         else:
             print("relay calls       not counted (needs Linux perf, and permission to trace the relay)")
 

@@ -14,7 +14,8 @@ path, waking the driver, sleeping in and waking from `epoll_wait`).
 It prints the relay's CPU per delivery over the measured window (`/proc/PID/schedstat`) and, when Linux perf is
 installed, its system calls and context switches per delivery over that window, and the kernel's part of its CPU from
 2 s of perf's samples after it (the share in the kernel times the CPU then; `/proc`'s user/system split is sampled per
-tick here, and sampling changes the counts, so the two never overlap). The user part is Python's and no
+tick here, and sampling changes the counts, so the two never overlap). The driver's kernel part is sampled the same way:
+the floor under `survey-cli load push`'s own CPU. The user part is Python's and no
 floor; the kernel part is. `pinned.py --only relay` prints the same figures for the real relay: what the real relay
 spends above this floor is its own code's.
 """
@@ -143,11 +144,11 @@ def driver(port, devices, rate, seconds, warmup, relay_pid):
         now = time.monotonic()
         if phases and now >= phases[0][0]:
             name = phases.pop(0)[1]
-            marks[name] = (events, cpu_ns(relay_pid))
+            marks[name] = (events, cpu_ns(relay_pid), cpu_ns(os.getpid()))
             if name == "window" and AVAILABLE:
                 counter = Counter(relay_pid, seconds)
             if name == "sampling":
-                sampler = Sampler(relay_pid, 2)
+                sampler = (Sampler(relay_pid, 2), Sampler(os.getpid(), 2))
             if name == "end":
                 break
         while next_send <= now:
@@ -168,10 +169,12 @@ def driver(port, devices, rate, seconds, warmup, relay_pid):
     deliveries, cpu = after[0] - marks["window"][0], after[1] - marks["window"][1]
     counts = counter.finish() if counter else {}
     if sampler:
-        share = sampler.finish()
-        sampled = (marks["end"][0] - marks["sampling"][0], marks["end"][1] - marks["sampling"][1])
-        if share is not None:
-            counts["kernel_us"] = share * sampled[1] / sampled[0] / 1e3
+        shares = [each.finish() for each in sampler]
+        sampled = [marks["end"][i] - marks["sampling"][i] for i in range(3)]
+        if shares[0] is not None:
+            counts["kernel_us"] = shares[0] * sampled[1] / sampled[0] / 1e3
+        if shares[1] is not None:
+            counts["driver_kernel_us"] = shares[1] * sampled[2] / sampled[0] / 1e3
     return sent, events, deliveries, cpu, counts
 
 
@@ -191,8 +194,9 @@ def one_run(args):
     sent, events, deliveries, cpu, counts = driver(port, args.devices, args.rate, args.seconds, args.warmup, pid)
     os.waitpid(pid, 0)
     result = {"rate": deliveries / args.seconds, "cpu_us": cpu / deliveries / 1e3, "lost": sent - events}
-    if "kernel_us" in counts:
-        result["kernel_us"] = counts["kernel_us"]
+    for key in ("kernel_us", "driver_kernel_us"):
+        if key in counts:
+            result[key] = counts[key]
     if "raw_syscalls:sys_enter" in counts:
         result["syscalls"] = counts["raw_syscalls:sys_enter"] / deliveries
         result["switches"] = counts.get("context-switches", 0) / deliveries
@@ -222,6 +226,8 @@ def main():
           "(Python's user part included)")
     if all("kernel_us" in r for r in rows):
         print(f"floor kernel      {spread([r['kernel_us'] for r in rows])} per delivery (perf's samples in the kernel, 2 s after the window)")
+    if all("driver_kernel_us" in r for r in rows):
+        print(f"driver kernel     {spread([r['driver_kernel_us'] for r in rows])} per delivery (the driver's side of the same socket work)")
     if all("syscalls" in r for r in rows):
         print(f"floor calls       {spread([r['syscalls'] for r in rows], 'system calls')}, "
               f"{spread([r['switches'] for r in rows], 'context switches')} per delivery")
