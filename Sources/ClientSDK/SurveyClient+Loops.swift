@@ -9,12 +9,12 @@ extension SurveyClient {
         let runtime = client.runtime
         let heartbeatInterval = client.configuration.heartbeatInterval
         let sessionInterval = client.configuration.telemetry.sessionHeartbeat
-        let streamJob = streamJob(of: client)
+        let stream = streamLoop(of: client)
         let client = WeakReference(client)
         return { kind in
             switch kind {
             case .stream:
-                await single(runtime.stream) { await streamJob() }
+                await stream()
             case .batch:
                 await single(runtime.batch) { _ = try? await client.object?.submitEventsPing(reason: "max_capacity") }
             case .heartbeat:

@@ -74,80 +74,86 @@ extension SurveyClient {
         try save()
     }
 
-    /// Opens the push stream (its loop runs the job below) when there is a token and a relay; does nothing while it runs.
+    /// Opens the push stream (its loop, ``streamLoop(of:)``) when there is a token and a relay; does nothing while it runs.
     func startStream() {
         guard state.relayToken != nil, configuration.relayURL != nil else { return }
-        runtime.stream.send(.requested)
+        runtime.stream.send(.begin)
     }
 
-    /// The push stream's job: its own ``PushStreamMachine`` decides, the job performs each action and feeds the outcome
-    /// back. The client is held for each call only, never across a wait or a read: a client dropped without `close()`
-    /// ends its stream (no reconnecting for ever behind a later client's back).
-    static func streamJob(of client: SurveyClient) -> @Sendable () async -> Void {
+    /// The push stream's loop: its ``PushStreamMachine`` decides, the loop performs each action as work that reports the
+    /// outcome back. The client is held for each call only, never across a wait or a read: a client dropped without
+    /// `close()` ends its stream (no reconnecting for ever behind a later client's back).
+    static func streamLoop(of client: SurveyClient) -> @Sendable () async -> Void {
         let http = client.http
         let logger = client.logger
         let deadAfter = client.configuration.relayKeepalive * 2.5
-        return { [weak client] in
-            // The job's machine is the job's alone: a job that `stop()` halted ends with it.
-            var machine = PushStreamMachine()
-            var action = machine.start()
-            var open: TransportClient.EventStream?
-            while !Task.isCancelled {
-                let event: PushStreamMachine.Event
+        let mailbox = client.runtime.stream
+        let client = WeakReference(client)
+        return {
+            // The stream a connect opened, for the read after it (the connection is the loop's I/O, not the machine's); a
+            // halt between the two closes it.
+            let opened = Mutex<TransportClient.EventStream?>(nil)
+            await MachineLoop.run(PushStreamMachine(), mailbox: mailbox, reset: { opened.withLock { $0 = nil } }) { action in
                 switch action {
-                case .finish:
-                    return
+                case .none, .finish:
+                    return .none
                 case .connect:
-                    guard let request = await client?.streamRequest() else { return }
-                    do {
-                        let stream = try await http.eventStream(request)
-                        switch stream.status {
-                        case 200:
-                            open = stream
-                            event = .connected
-                            await client?.streamConnected()
-                        case 404, 410: event = .tokenGone(status: stream.status)
-                        default: event = .refused(status: stream.status)
+                    return .run {
+                        guard let request = await client.object?.streamRequest() else { return nil }
+                        do {
+                            let stream = try await http.eventStream(request)
+                            switch stream.status {
+                            case 200:
+                                opened.withLock { $0 = stream }
+                                await client.object?.streamConnected()
+                                return .connected
+                            case 404, 410: return .tokenGone(status: stream.status)
+                            default: return .refused(status: stream.status)
+                            }
+                        } catch {
+                            if Task.isCancelled { return nil }
+                            logger.debug("push stream did not open", metadata: ["error": "\(error)"])
+                            return .failed
                         }
-                    } catch {
-                        if Task.isCancelled { return }
-                        logger.debug("push stream did not open", metadata: ["error": "\(error)"])
-                        event = .failed
                     }
                 case .read:
-                    guard let stream = open else { return }
-                    open = nil
-                    weak let reader = client
-                    do {
-                        let ended = try await Self.consume(stream.items, deadAfter: deadAfter,
-                                                           handle: { event in await reader?.handle(event) },
-                                                           tick: { await reader?.runDueRetries() ?? .seconds(1) })
-                        event = .ended(dead: ended == .dead)
-                    } catch {
-                        if Task.isCancelled { return }
-                        logger.debug("push stream dropped", metadata: ["error": "\(error)"])
-                        event = .failed
+                    return .run {
+                        guard let stream = opened.withLock({ $0.take() }) else { return .failed }
+                        let event: PushStreamMachine.Event
+                        do {
+                            let ended = try await Self.consume(stream.items, deadAfter: deadAfter,
+                                                               handle: { event in await client.object?.handle(event) },
+                                                               tick: { await client.object?.runDueRetries() ?? .seconds(1) })
+                            event = .ended(dead: ended == .dead)
+                        } catch {
+                            if Task.isCancelled { return nil }
+                            logger.debug("push stream dropped", metadata: ["error": "\(error)"])
+                            event = .failed
+                        }
+                        await client.object?.streamEnded()
+                        return event
                     }
-                    await client?.streamEnded()
                 case .wait(let duration, let reconnecting):
-                    if reconnecting {
+                    guard reconnecting else { return .after(duration, .waitOver) }
+                    return .run {
                         logger.debug("push stream silent for \(deadAfter); reconnecting")
-                        await client?.emit(.streamReconnecting(reason: "dead"))
+                        await client.object?.emit(.streamReconnecting(reason: "dead"))
+                        try? await Task.sleep(for: duration)
+                        return Task.isCancelled ? nil : .waitOver
                     }
-                    try? await Task.sleep(for: duration)
-                    event = .waitOver
                 case .renew(let mint, let reportGone):
-                    if let status = reportGone {
-                        await client?.emit(.error(SurveyClientError(code: "token_unregistered", message: "relay answered \(status) for the stream", status: status)))
-                    }
-                    guard let outcome = await client?.renewTokenAttempt(mint: mint) else { return }
-                    switch outcome {
-                    case .done: event = .renewed
-                    case .failed(let minted): event = .renewalFailed(minted: minted)
+                    return .run {
+                        if let status = reportGone {
+                            await client.object?.emit(.error(SurveyClientError(code: "token_unregistered",
+                                                                               message: "relay answered \(status) for the stream", status: status)))
+                        }
+                        guard let outcome = await client.object?.renewTokenAttempt(mint: mint) else { return nil }
+                        switch outcome {
+                        case .done: return .renewed
+                        case .failed(let minted): return .renewalFailed(minted: minted)
+                        }
                     }
                 }
-                guard !Task.isCancelled, client != nil else { return }
-                action = machine.event(event)
             }
         }
     }

@@ -84,6 +84,23 @@ import Testing
         #expect(seen.endedCount == 2, "the loop ended before its work")
     }
 
+    @Test func aHaltResetsTheLoopsOwnStateAfterItsWorkEnded() async {
+        let mailbox = LoopMailbox<String>()
+        let seen = Seen()
+        // What reset saw of the work when it ran (the work must have ended by then).
+        let resets = Mutex<[Int]>([])
+        let loop = Task {
+            await MachineLoop.run(Echo(), mailbox: mailbox, reset: { resets.withLock { $0.append(seen.endedCount) } }) { seen.perform($0) }
+        }
+        mailbox.send("slow")
+        #expect(await MemoryStudy.eventually { seen.startedCount == 1 })
+        await mailbox.halt()
+        #expect(resets.withLock { $0 } == [1])
+        mailbox.finish()
+        await loop.value
+        #expect(resets.withLock { $0 } == [1, 1], "the loop's end resets too")
+    }
+
     @Test func aHaltSentWithoutWaitingComesBeforeTheMessagesAfterIt() async {
         let mailbox = LoopMailbox<String>()
         let seen = Seen()

@@ -111,18 +111,50 @@ import Testing
         #expect(machine.renewalBackoff.failures == 0)
     }
 
-    /// Events that cannot happen in a state (a report of the wrong action) end the loop rather than guess.
-    @Test func anEventOutOfOrderEndsTheLoop() {
+    /// Events that cannot happen in a state (a report of the wrong action) end the stream rather than guess: the machine
+    /// rests until the next `begin`.
+    @Test func anEventOutOfOrderEndsTheStream() {
         var random = SeededRandom(seed: 10)
+        for wrong in [Machine.Event.waitOver, .ended(dead: false), .renewed, .renewalFailed(minted: false)] {
+            var machine = Machine()
+            _ = machine.event(.begin, using: &random)
+            #expect(machine.event(wrong, using: &random) == .finish, "\(wrong) while connecting")
+            #expect(machine.state == .idle)
+            #expect(machine.event(.begin, using: &random) == .connect, "a begin after it starts again")
+        }
         var machine = Machine()
         _ = machine.start()
-        #expect(machine.event(.waitOver, using: &random) == .finish)
-        #expect(machine.event(.ended(dead: false), using: &random) == .finish)
-        #expect(machine.event(.renewed, using: &random) == .finish)
-        #expect(machine.state == .connecting)
         _ = machine.event(.connected, using: &random)
         #expect(machine.event(.tokenGone(status: 410), using: &random) == .finish)
+        #expect(machine.state == .idle)
+        // Nothing runs: a report now is out of order too.
         #expect(machine.event(.connected, using: &random) == .finish)
-        #expect(machine.state == .streaming)
+    }
+
+    /// `begin` opens the stream once; while it opens, streams or waits, another `begin` does nothing.
+    @Test func aBeginWhileTheStreamRunsDoesNothing() {
+        var random = SeededRandom(seed: 11)
+        var machine = Machine()
+        #expect(machine.isIdle)
+        #expect(machine.event(.begin, using: &random) == .connect)
+        #expect(machine.event(.begin, using: &random) == .none)
+        _ = machine.event(.connected, using: &random)
+        #expect(machine.event(.begin, using: &random) == .none)
+        _ = machine.event(.ended(dead: false), using: &random)
+        #expect(machine.state == .waiting)
+        #expect(machine.event(.begin, using: &random) == .none)
+    }
+
+    /// A halt (`stop()`) makes the machine new: its backoffs too.
+    @Test func aHaltStartsAfresh() {
+        var random = SeededRandom(seed: 12)
+        var machine = Machine()
+        _ = machine.event(.begin, using: &random)
+        _ = machine.event(.refused(status: 503), using: &random)
+        #expect(machine.connectBackoff.failures == 1)
+        machine.halted()
+        #expect(machine.isIdle)
+        #expect(machine.connectBackoff.failures == 0)
+        #expect(machine.event(.begin, using: &random) == .connect)
     }
 }

@@ -12,13 +12,13 @@
 ///                  └──────────────────▶ renewing ─────────────▶ renewalWaiting ───▶ renewing
 ///                                          │ renewed
 ///                                          └──────────▶ connecting (on the new token)
-/// (stop: the loop is cancelled, and its machine ends with it)
+/// (stop: the loop halts, its work is cancelled and the machine is new again)
 /// ```
 ///
-/// Each stream loop owns its machine (a local of the loop): a loop that `stop()` cancelled ends with its own, and the
-/// next start makes a new one, so two loops never share one stream's state. The resume point is the client's
-/// (``StreamResumePoint``): it outlives a loop.
-struct PushStreamMachine: Sendable {
+/// The stream's loop owns its machine (``MachineLoop``; nothing else touches it): a halt (`stop()`) makes it new again,
+/// so a stream after a stop starts from scratch. The resume point is the client's (``StreamResumePoint``): it outlives
+/// a halt.
+struct PushStreamMachine: LoopMachine {
     enum State: Sendable, Equatable {
         /// Not started yet.
         case idle
@@ -36,6 +36,8 @@ struct PushStreamMachine: Sendable {
     }
 
     enum Event: Sendable, Equatable {
+        /// Open the stream (the client started); nothing when it is open or opening already.
+        case begin
         /// The stream answered 200.
         case connected
         /// The stream answered another status than 200, 404 or 410.
@@ -55,6 +57,8 @@ struct PushStreamMachine: Sendable {
     }
 
     enum Action: Sendable, Equatable {
+        /// Nothing to do (a `begin` while the stream runs).
+        case none
         /// Open the stream on the token in use, resuming at the client's resume point.
         case connect
         /// The stream is up: read it until it ends, then report ``Event/ended(dead:)`` (or ``Event/failed``).
@@ -64,7 +68,7 @@ struct PushStreamMachine: Sendable {
         /// Renew the token: mint a new one (when `mint`), tell the server, then report ``Event/renewed`` or
         /// ``Event/renewalFailed(minted:)``. `reportGone`: the status that said the token is gone, to report once.
         case renew(mint: Bool, reportGone: Int?)
-        /// End the loop.
+        /// The stream ends; the loop rests until the next `begin`.
         case finish
     }
 
@@ -80,9 +84,13 @@ struct PushStreamMachine: Sendable {
     }
 
     /// What to do after `event`. An event that cannot happen in the current state (a report of the wrong action) ends the
-    /// loop and changes nothing.
+    /// stream rather than guess: the machine rests.
     mutating func event(_ event: Event, using random: inout some RandomNumberGenerator) -> Action {
         switch (state, event) {
+        case (.idle, .begin):
+            return start()
+        case (_, .begin):
+            return .none
         case (.connecting, .connected):
             state = .streaming
             connectBackoff.reset()
@@ -113,9 +121,14 @@ struct PushStreamMachine: Sendable {
             state = .renewing(minted: minted)
             return .renew(mint: !minted, reportGone: nil)
         default:
+            state = .idle
             return .finish
         }
     }
+
+    mutating func halted() { self = PushStreamMachine() }
+
+    var isIdle: Bool { state == .idle }
 }
 
 extension PushStreamMachine {

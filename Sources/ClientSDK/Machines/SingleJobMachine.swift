@@ -1,5 +1,4 @@
-/// A job that runs once at a time: the push stream (it runs until it ends by itself or the loop is halted), and the
-/// `events` ping of a batch that filled up. Asking for it while it runs does nothing.
+/// A job that runs once at a time: the `events` ping of a batch that filled up. Asking for it while it runs does nothing.
 struct SingleJobMachine: LoopMachine, Equatable {
     enum Event: Sendable, Equatable {
         /// Run the job unless it runs.

@@ -8,7 +8,7 @@ import Synchronization
 /// awaited); `close()` and a dropped client end them (``shutdown()``).
 final class ClientRuntime: Sendable {
     enum Kind: Sendable, Hashable, CaseIterable {
-        /// The relay's push stream (``PushStreamMachine``, inside the job).
+        /// The relay's push stream (``PushStreamMachine``).
         case stream
         /// Beiwe's `/mobile-heartbeat`, with the receipts it carries.
         case heartbeat
@@ -26,7 +26,7 @@ final class ClientRuntime: Sendable {
         case sessionHeartbeat
     }
 
-    let stream: LoopMailbox<SingleJobMachine.Event>
+    let stream: LoopMailbox<PushStreamMachine.Event>
     let heartbeat: LoopMailbox<PeriodicMachine.Event>
     let localSchedule: LoopMailbox<PeriodicMachine.Event>
     let outboxRetry: LoopMailbox<OutboxRetryMachine.Event>

@@ -1,9 +1,11 @@
 /// Runs one loop: reads its mailbox one message at a time, feeds each event to the machine, and performs the action
 /// through `perform` (work runs as children of the loop's task group, and reports back through the mailbox). A halt
-/// cancels the work, waits for it to end, resets the machine, then acknowledges. Ends when the mailbox is finished or
+/// cancels the work, waits for it to end, resets the machine, calls `reset` (the loop's own I/O state, such as a
+/// connection its work opened and the next work would have used), then acknowledges. Ends when the mailbox is finished or
 /// the task is cancelled, with every piece of its work ended.
 enum MachineLoop {
     static func run<Machine: LoopMachine>(_ machine: Machine, mailbox: LoopMailbox<Machine.Event>,
+                                          reset: () -> Void = {},
                                           perform: @escaping @Sendable (Machine.Action) -> LoopWork<Machine.Event>) async {
         var machine = machine
         mailbox.loopBegan()
@@ -44,6 +46,7 @@ enum MachineLoop {
                 group.cancelAll()
             }
             machine.halted()
+            reset()
             mailbox.noteIdle(machine.isIdle)
             epoch += 1
             if let ack { mailbox.acknowledge(ack) }
