@@ -16,23 +16,23 @@ extension SurveyClient {
             case .stream:
                 await stream()
             case .batch:
-                await single(runtime.batch) { _ = try? await client.object?.submitEventsPing(reason: "max_capacity") }
+                await MachineLoop.single(runtime.batch) { _ = try? await client.object?.submitEventsPing(reason: "max_capacity") }
             case .heartbeat:
-                await periodic(runtime.heartbeat) { _ in
+                await MachineLoop.periodic(runtime.heartbeat) { _ in
                     guard let held = client.object, let heartbeatInterval else { return nil }
                     await held.heartbeatTick()
                     return heartbeatInterval
                 }
             case .localSchedule:
-                await periodic(runtime.localSchedule) { _ in
+                await MachineLoop.periodic(runtime.localSchedule) { _ in
                     guard let held = client.object else { return nil }
                     await held.localScheduleTick()
                     return DeviceSchedule.tickInterval
                 }
             case .intakeRetry:
-                await periodic(runtime.intakeRetry) { _ in await client.object?.runDueRetries() }
+                await MachineLoop.periodic(runtime.intakeRetry) { _ in await client.object?.runDueRetries() }
             case .sessionHeartbeat:
-                await periodic(runtime.sessionHeartbeat) { session in
+                await MachineLoop.periodic(runtime.sessionHeartbeat) { session in
                     guard let held = client.object, let sessionInterval else { return nil }
                     return await held.sessionHeartbeatDue(session: session) ? sessionInterval : nil
                 }
@@ -58,31 +58,6 @@ extension SurveyClient {
                     }
                     }
                 }
-            }
-        }
-    }
-
-    /// A loop that ticks (``PeriodicMachine``); `tick` gets the run's tag and returns the wait before the next tick.
-    static func periodic(_ mailbox: LoopMailbox<PeriodicMachine.Event>,
-                         tick: @escaping @Sendable (Int) async -> Duration?) async {
-        await MachineLoop.run(PeriodicMachine(), mailbox: mailbox) { action in
-            switch action {
-            case .none: .none
-            case .wait(let wait): .after(wait, .due)
-            case .tick(let tag): .run { .ticked(next: await tick(tag)) }
-            }
-        }
-    }
-
-    /// A loop that runs one job at a time (``SingleJobMachine``).
-    static func single(_ mailbox: LoopMailbox<SingleJobMachine.Event>, job: @escaping @Sendable () async -> Void) async {
-        await MachineLoop.run(SingleJobMachine(), mailbox: mailbox) { action in
-            switch action {
-            case .none: .none
-            case .run: .run {
-                await job()
-                return .finished
-            }
             }
         }
     }

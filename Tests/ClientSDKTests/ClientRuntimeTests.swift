@@ -21,9 +21,9 @@ import Testing
         let held = WeakReference(ticker)
         runtime.install { kind in
             switch kind {
-            case .heartbeat: await SurveyClient.periodic(runtime.heartbeat) { _ in held.object?.tick() }
-            case .localSchedule: await SurveyClient.periodic(runtime.localSchedule) { _ in held.object?.tick() }
-            default: await SurveyClient.single(runtime.batch) {}
+            case .heartbeat: await MachineLoop.periodic(runtime.heartbeat) { _ in held.object?.tick() }
+            case .localSchedule: await MachineLoop.periodic(runtime.localSchedule) { _ in held.object?.tick() }
+            default: await MachineLoop.single(runtime.batch) {}
             }
         }
         return runtime

@@ -47,6 +47,16 @@ import Testing
         Task { await MachineLoop.run(Echo(), mailbox: mailbox) { seen.perform($0) } }
     }
 
+    /// A loop whose `slow` work has started.
+    static func runningSlow() async -> (LoopMailbox<String>, Seen, Task<Void, Never>) {
+        let mailbox = LoopMailbox<String>()
+        let seen = Seen()
+        let loop = Self.loop(mailbox, seen)
+        mailbox.send("slow")
+        #expect(await MemoryStudy.eventually { seen.startedCount == 1 })
+        return (mailbox, seen, loop)
+    }
+
     @Test func eventsReachTheMachineInOrderAndWorkReportsBack() async {
         let mailbox = LoopMailbox<String>()
         let seen = Seen()
@@ -63,11 +73,7 @@ import Testing
     }
 
     @Test func aHaltEndsTheWorkBeforeItReturnsAndDropsItsLateReport() async {
-        let mailbox = LoopMailbox<String>()
-        let seen = Seen()
-        let loop = Self.loop(mailbox, seen)
-        mailbox.send("slow")
-        #expect(await MemoryStudy.eventually { seen.startedCount == 1 })
+        let (mailbox, seen, loop) = await Self.runningSlow()
         #expect(!mailbox.isIdle)
         await mailbox.halt()
         #expect(seen.endedCount == 1, "halt() returned before the work ended")
@@ -102,11 +108,7 @@ import Testing
     }
 
     @Test func aHaltSentWithoutWaitingComesBeforeTheMessagesAfterIt() async {
-        let mailbox = LoopMailbox<String>()
-        let seen = Seen()
-        let loop = Self.loop(mailbox, seen)
-        mailbox.send("slow")
-        #expect(await MemoryStudy.eventually { seen.startedCount == 1 })
+        let (mailbox, seen, loop) = await Self.runningSlow()
         mailbox.haltSoon()
         mailbox.send("next")
         #expect(await MemoryStudy.eventually { seen.list.last == "next" })
@@ -128,17 +130,24 @@ import Testing
     }
 
     @Test func aHaltAfterTheLoopEndedReturnsAndLaterMessagesAreDropped() async {
-        let mailbox = LoopMailbox<String>()
-        let seen = Seen()
-        let loop = Self.loop(mailbox, seen)
-        mailbox.send("slow")
-        #expect(await MemoryStudy.eventually { seen.startedCount == 1 })
+        let (mailbox, seen, loop) = await Self.runningSlow()
         loop.cancel()
         await loop.value
         #expect(seen.endedCount == 1, "a cancelled loop left its work running")
         await mailbox.halt()
         mailbox.send("dropped")
         #expect(!seen.list.contains("dropped"))
+    }
+
+    @Test func aHaltWaitingOnAMailboxNoLoopEverReadReturnsWhenItIsFinished() async {
+        // The runtime shut down before the kind's loop started: finish() answers the halt the loop never will.
+        let mailbox = LoopMailbox<String>()
+        mailbox.send("a")
+        let halting = Task { await mailbox.halt() }
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(!mailbox.hasLoop)
+        mailbox.finish()
+        await halting.value
     }
 
     @Test func aHaltWaitingWhenTheLoopEndsReturns() async {

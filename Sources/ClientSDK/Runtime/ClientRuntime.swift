@@ -71,20 +71,11 @@ final class ClientRuntime: Sendable {
 
     /// Halts the loops of `kinds` at once and returns when each has ended its work.
     func halt(_ kinds: Set<Kind>) async {
-        let halts: [@Sendable () async -> Void] = kinds.map { kind in
-            switch kind {
-            case .stream: { [stream] in await stream.halt() }
-            case .heartbeat: { [heartbeat] in await heartbeat.halt() }
-            case .localSchedule: { [localSchedule] in await localSchedule.halt() }
-            case .outboxRetry: { [outboxRetry] in await outboxRetry.halt() }
-            case .intakeRetry: { [intakeRetry] in await intakeRetry.halt() }
-            case .pingWake: { [pingWake] in await pingWake.halt() }
-            case .batch: { [batch] in await batch.halt() }
-            case .sessionHeartbeat: { [sessionHeartbeat] in await sessionHeartbeat.halt() }
-            }
-        }
         await withDiscardingTaskGroup { group in
-            for halt in halts { group.addTask { await halt() } }
+            for kind in kinds {
+                let loop = control(kind)
+                group.addTask { await loop.halt() }
+            }
         }
     }
 
@@ -92,13 +83,21 @@ final class ClientRuntime: Sendable {
     /// return at once.
     func shutdown() {
         driver.shutdown()
-        for end in mailboxEnds { end() }
+        for kind in Kind.allCases { control(kind).finish() }
     }
 
-    /// Each mailbox's end: the loop reads what was sent, then ends (a loop that never started: its halts return).
-    private var mailboxEnds: [@Sendable () -> Void] {
-        [stream.finish, heartbeat.finish, localSchedule.finish, outboxRetry.finish, intakeRetry.finish, pingWake.finish,
-         batch.finish, sessionHeartbeat.finish]
+    /// The mailbox of `kind`, as what halts and ends its loop.
+    private func control(_ kind: Kind) -> any LoopControl {
+        switch kind {
+        case .stream: stream
+        case .heartbeat: heartbeat
+        case .localSchedule: localSchedule
+        case .outboxRetry: outboxRetry
+        case .intakeRetry: intakeRetry
+        case .pingWake: pingWake
+        case .batch: batch
+        case .sessionHeartbeat: sessionHeartbeat
+        }
     }
 }
 
@@ -149,14 +148,10 @@ final class LoopDriver: Sendable {
     /// when this was its first message, starts.
     func wake(_ kind: ClientRuntime.Kind?) {
         if let kind { startsContinuation.yield(kind) }
-        let drive: Bool = state.withLock { state in
-            guard !state.claimed, !state.closed, state.loop != nil else { return false }
+        state.withLock { state in
+            guard !state.claimed, !state.closed, state.loop != nil else { return }
             state.claimed = true
-            return true
-        }
-        if drive {
-            let owner = Task { await self.drive() }
-            state.withLock { $0.owner = owner }
+            state.owner = Task { await self.drive() }
         }
     }
 

@@ -3,7 +3,7 @@ import Synchronization
 /// The one way into a loop: events for its machine, and halts. Messages are handled one at a time in the order sent,
 /// so what the actor sends (an outbox retry asked for) and what the loop's own work reports (an attempt's outcome) meet
 /// in the machine one by one. Sending never waits; ``halt()`` waits until the loop has ended everything it was doing.
-final class LoopMailbox<Event: Sendable>: Sendable {
+final class LoopMailbox<Event: Sendable>: LoopControl {
     enum Message: Sendable {
         /// An event for the machine; `epoch` tells which run of the loop's work reported it (nil: from outside, always
         /// taken). Reports of work a halt cancelled are dropped.
@@ -111,4 +111,12 @@ final class LoopMailbox<Event: Sendable>: Sendable {
 
     /// Whether a loop has begun reading this mailbox.
     var hasLoop: Bool { state.withLock { $0.started } }
+}
+
+/// What the runtime does to a loop whatever its events: halt it, and end it.
+protocol LoopControl: Sendable {
+    /// Ends everything the loop is doing and resets it; returns once that is done.
+    func halt() async
+    /// Ends the loop once it has read what was sent.
+    func finish()
 }

@@ -54,3 +54,31 @@ enum MachineLoop {
         mailbox.loopEnded()
     }
 }
+
+/// The two loop shapes several kinds share.
+extension MachineLoop {
+    /// A loop that ticks (``PeriodicMachine``); `tick` gets the run's tag and returns the wait before the next tick.
+    static func periodic(_ mailbox: LoopMailbox<PeriodicMachine.Event>,
+                         tick: @escaping @Sendable (Int) async -> Duration?) async {
+        await run(PeriodicMachine(), mailbox: mailbox) { action in
+            switch action {
+            case .none: .none
+            case .wait(let wait): .after(wait, .due)
+            case .tick(let tag): .run { .ticked(next: await tick(tag)) }
+            }
+        }
+    }
+
+    /// A loop that runs one job at a time (``SingleJobMachine``).
+    static func single(_ mailbox: LoopMailbox<SingleJobMachine.Event>, job: @escaping @Sendable () async -> Void) async {
+        await run(SingleJobMachine(), mailbox: mailbox) { action in
+            switch action {
+            case .none: .none
+            case .run: .run {
+                await job()
+                return .finished
+            }
+            }
+        }
+    }
+}
