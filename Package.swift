@@ -244,6 +244,13 @@ let package = Package(
         ),
 
         .executableTarget(
+            name: "relay-floor-nio",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio")],
+            path: "Benchmarks/RelayFloorNIO",
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
             name: "sdk-benchmark",
             dependencies: ["ClientSDK"],
             path: "Benchmarks/SDKBenchmark",

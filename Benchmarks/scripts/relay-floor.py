@@ -24,6 +24,7 @@ import os
 import select
 import socket
 import statistics
+import subprocess
 import sys
 import time
 
@@ -179,20 +180,32 @@ def driver(port, devices, rate, seconds, warmup, relay_pid):
 
 
 def one_run(args):
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4096)
-    port = listener.getsockname()[1]
-    pid = os.fork()
-    if pid == 0:
-        try:
-            relay(listener, args.devices)
-        finally:
-            os._exit(0)
-    listener.close()
+    if args.relay == "nio":
+        # The same protocol served by SwiftNIO (Benchmarks/RelayFloorNIO), pinned to core 0.
+        process = subprocess.Popen(["taskset", "-c", "0", os.path.join(args.bin, "relay-floor-nio"), "--devices", str(args.devices),
+                                    "--threads", str(args.threads)], stdout=subprocess.PIPE, text=True)
+        line = process.stdout.readline()
+        if not line.startswith("READY "):
+            sys.exit(f"relay-floor-nio did not start: {line!r}")
+        port, pid = int(line.split()[1]), process.pid
+    else:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4096)
+        port = listener.getsockname()[1]
+        pid = os.fork()
+        if pid == 0:
+            try:
+                relay(listener, args.devices)
+            finally:
+                os._exit(0)
+        listener.close()
     sent, events, deliveries, cpu, counts = driver(port, args.devices, args.rate, args.seconds, args.warmup, pid)
-    os.waitpid(pid, 0)
+    if args.relay == "nio":
+        process.wait(timeout=30)
+    else:
+        os.waitpid(pid, 0)
     result = {"rate": deliveries / args.seconds, "cpu_us": cpu / deliveries / 1e3, "lost": sent - events}
     for key in ("kernel_us", "driver_kernel_us"):
         if key in counts:
@@ -214,6 +227,10 @@ def main():
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--warmup", type=float, default=2)
+    parser.add_argument("--relay", choices=["python", "nio"], default="python",
+                        help="the relay side: a Python epoll loop (the kernel's floor) or SwiftNIO (relay-floor-nio: NIO's floor)")
+    parser.add_argument("--bin", default=".build/release", help="where relay-floor-nio is (swift build -c release --product relay-floor-nio)")
+    parser.add_argument("--threads", type=int, default=1, help="relay-floor-nio's event loops (the real relay runs two on its core)")
     args = parser.parse_args()
     if os.cpu_count() < 2:
         sys.exit("needs two cores (the relay on 0, the driver on 1)")
@@ -223,7 +240,7 @@ def main():
         rows.append(one_run(args))
     print(f"# python3 Benchmarks/scripts/relay-floor.py {' '.join(sys.argv[1:])}  ({args.runs} runs; relay on core 0, driver on core 1)")
     print(f"floor             relay CPU {spread([r['cpu_us'] for r in rows])} per delivery at {statistics.median([r['rate'] for r in rows]):.0f}/s "
-          "(Python's user part included)")
+          + ("(Python's user part included)" if args.relay == "python" else "(NIO's event loop, pipeline and buffers: user and kernel)"))
     if all("kernel_us" in r for r in rows):
         print(f"floor kernel      {spread([r['kernel_us'] for r in rows])} per delivery (perf's samples in the kernel, 2 s after the window)")
     if all("driver_kernel_us" in r for r in rows):
