@@ -48,12 +48,19 @@ class Sampler:
         self.record = subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "1000", "-o", self.samples, "-p", str(pid),
                                         "--", "sleep", str(seconds)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    def finish(self):
-        """The share (0 to 1) of the samples in the kernel, or None (waits for the window's end)."""
+    def shares(self):
+        """The share (0 to 1) of the samples in each binary (`[kernel.kallsyms]`, `libsqlite3.so.0.8.6`, …), by name
+        (waits for the window's end)."""
         self.record.wait()
         report = subprocess.run(["perf", "report", "-i", self.samples, "--stdio", "--sort", "dso"], capture_output=True, text=True)
         os.unlink(self.samples)
+        found = {}
         for line in report.stdout.splitlines():
-            if "[kernel.kallsyms]" in line and "%" in line:
-                return float(line.split("%")[0]) / 100
-        return None
+            if "%" in line and not line.lstrip().startswith("#"):
+                share, name = line.split("%", 1)
+                found[name.strip()] = float(share) / 100
+        return found
+
+    def finish(self):
+        """The share (0 to 1) of the samples in the kernel, or None (waits for the window's end)."""
+        return self.shares().get("[kernel.kallsyms]")

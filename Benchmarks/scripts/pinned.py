@@ -9,7 +9,8 @@ is measured --runs times on a fresh server and printed as median and spread (min
 
   health          GET /__admin/health, wrk -t1 -c64: server CPU per request
   register-kdf1   /register_user at --kdf-iterations 1, wrk: server CPU per registration, and its ratio to health
-  register-kdf1000  the same at Beiwe's 1000 iterations
+  register-kdf1000  the same at Beiwe's 1000 iterations (with Linux perf, both registration rows also print how much of
+                  that CPU is SQLite's library and how much the kernel's, from 2 s of samples under a second wrk run)
   load-vs-wrk     survey-cli load register (closed, 64) against wrk (64 connections), same server (kdf 1): each tool's CPU
                   per registration, and their ratio (--http-client curl: with the libcurl client instead of the event loops)
   relay           push-relay with survey-cli load push (500 devices, 2,000/s): relay and driver CPU per delivery, and
@@ -143,7 +144,18 @@ def measure_wrk(args, work, kdf, path):
         before = cpu_seconds(server.pid)
         requests, tool = wrk(server.url + path, args.seconds, script)
         used = cpu_seconds(server.pid) - before
-        return {"server_us": used / requests * 1e6, "tool_us": tool / requests * 1e6, "rate": requests / args.seconds}
+        result = {"server_us": used / requests * 1e6, "tool_us": tool / requests * 1e6, "rate": requests / args.seconds}
+        if AVAILABLE and script:
+            # Where a registration's CPU goes: 2 s of samples under a second wrk run (never during the measured one),
+            # the shares of SQLite's library and of the kernel times the CPU per registration measured above.
+            load = subprocess.Popen(["taskset", "-c", "1", "wrk", "-t1", "-c64", "-d4s", "-s", script, server.url + path],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)
+            shares = Sampler(server.pid, 2).shares()
+            load.wait()
+            result["sqlite_us"] = sum(v for k, v in shares.items() if k.startswith("libsqlite3")) * result["server_us"]
+            result["kernel_us"] = shares.get("[kernel.kallsyms]", 0) * result["server_us"]
+        return result
     finally:
         server.stop()
 
@@ -253,6 +265,9 @@ def main():
                 ratios = [r["server_us"] / h["server_us"] for r, h in zip(results[name], results["health"])]
                 line += f"; ratio to health {statistics.median(ratios):.2f} (spread {min(ratios):.2f}-{max(ratios):.2f})"
             print(line)
+            if all("sqlite_us" in r for r in results[name]):
+                print(f"{'':17} of which SQLite's library {spread([r['sqlite_us'] for r in results[name]])}, the kernel "
+                      f"{spread([r['kernel_us'] for r in results[name]])} (perf's samples under a second wrk run)")
     if "load-vs-wrk" in results:
         rows = results["load-vs-wrk"]
         print(f"load-vs-wrk       survey-cli load register {spread([r['load_us'] for r in rows])}, wrk {spread([r['wrk_us'] for r in rows])} "
