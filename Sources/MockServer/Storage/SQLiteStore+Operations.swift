@@ -3,7 +3,8 @@ import GRDB
 import ServerSupport
 import SurveyWire
 
-// The ``Store`` operations in SQLite's dialect. Reads use the pool's readers; writes go through the group commit.
+// The ``Store`` operations in SQLite's dialect. Reads use the pool's readers (the per-request lookups batched,
+// `readNow`); writes go through the group commit.
 extension SQLiteStore {
     // MARK: Mobile API
 
