@@ -57,6 +57,9 @@ final class ReadBatcher: Sendable {
 
     var counts: (lookups: Int, batches: Int) { state.withLock { ($0.lookups, $0.batches) } }
 
+    /// Lookups submitted and not yet taken into a batch.
+    var waiting: Int { state.withLock { $0.pending.count } }
+
     func submit(_ job: any BatchedRead) {
         let start = state.withLock { s -> Bool in
             s.pending.append(job)

@@ -97,6 +97,9 @@ final class SQLiteStore: Store {
     /// Lookups run by ``readNow`` and the read transactions (batches) they took since start.
     var lookupCounts: (lookups: Int, batches: Int) { lookups.counts }
 
+    /// Lookups waiting for the next batch.
+    var lookupsWaiting: Int { lookups.waiting }
+
     func close() async {}
 }
 
