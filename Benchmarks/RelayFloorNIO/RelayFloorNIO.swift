@@ -12,46 +12,44 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 
 let providerRequest = 600
 let ackRequest = 250
 let threads = CommandLine.arguments.firstIndex(of: "--threads").map { Int(CommandLine.arguments[$0 + 1]) ?? 1 } ?? 1
 
-/// The connections by role. Touched only on their event loops; with more than one thread every connection still
-/// registers here under the lock, and a provider's write to a stream on another loop goes through that channel.
-final class Registry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var streams: [Int: any Channel] = [:]
-    private var all: [any Channel] = []
-    private var expected: Int?
+/// The connections by role, shared by every connection's handler (on one or more event loops).
+final class Registry: Sendable {
+    private struct State {
+        var streams: [Int: any Channel] = [:]
+        var all: [any Channel] = []
+    }
 
+    private let state = Mutex(State())
+    /// How many connections the driver opens: `--devices` streams (default 500), 8 provider, 8 ack and 1 control.
+    private let expected: Int
+
+    init(expected: Int) {
+        self.expected = expected
+    }
+
+    /// Registers a connection; once everyone is connected, says `+` to each.
     func add(_ channel: any Channel, device: Int?) {
-        lock.lock()
-        if let device { streams[device] = channel }
-        all.append(channel)
-        let ready = expected.map { all.count == $0 } ?? false
-        let everyone = ready ? all : []
-        lock.unlock()
+        let everyone = state.withLock { s -> [any Channel] in
+            if let device { s.streams[device] = channel }
+            s.all.append(channel)
+            return s.all.count == expected ? s.all : []
+        }
         for each in everyone { each.writeAndFlush(ByteBuffer(string: "+"), promise: nil) }
     }
 
     func stream(_ device: Int) -> (any Channel)? {
-        lock.lock()
-        defer { lock.unlock() }
-        return streams[device]
-    }
-
-    /// How many connections the driver opens: `--devices` streams (default 500), 8 provider, 8 ack and 1 control.
-    func expect(_ count: Int) {
-        lock.lock()
-        expected = count
-        lock.unlock()
+        state.withLock { $0.streams[device] }
     }
 }
 
 let devices = CommandLine.arguments.firstIndex(of: "--devices").map { Int(CommandLine.arguments[$0 + 1]) ?? 500 } ?? 500
-let registry = Registry()
-registry.expect(devices + 8 + 8 + 1)
+let registry = Registry(expected: devices + 8 + 8 + 1)
 
 final class FloorHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer

@@ -7,10 +7,16 @@ system calls and 1.3 context switches per delivery against 7.9 and 2.3 without, 
 counts (`Counter`) and the samples (`Sampler`) are taken in two windows, one after the other, never together."""
 import os
 import shutil
+import statistics
 import subprocess
 import tempfile
 
 AVAILABLE = shutil.which("perf") is not None
+
+
+def spread(values, unit="us", width=0):
+    """Median and spread (min-max) of `values`, as the scripts print them (the median right-aligned in `width`)."""
+    return f"{statistics.median(values):{width}.1f} {unit} (spread {min(values):.1f}-{max(values):.1f})"
 
 
 def cpu_ns(pid):

@@ -36,6 +36,7 @@ import tempfile
 import time
 import urllib.parse
 
+import perfshare
 from perfshare import AVAILABLE, Counter, Sampler
 
 HZ = os.sysconf("SC_CLK_TCK")
@@ -224,8 +225,9 @@ def measure_relay(args, work, devices=500, rate=2000):
         relay.stop()
 
 
+
 def spread(values, unit="us"):
-    return f"{statistics.median(values):8.1f} {unit} (spread {min(values):.1f}-{max(values):.1f})"
+    return perfshare.spread(values, unit, width=8)
 
 
 def main():

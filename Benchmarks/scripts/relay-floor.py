@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from perfshare import AVAILABLE, Counter, Sampler, cpu_ns
+from perfshare import AVAILABLE, Counter, Sampler, cpu_ns, spread
 
 PROVIDER_REQUEST = 600
 PROVIDER_ANSWER = 130
@@ -216,8 +216,6 @@ def one_run(args):
     return result
 
 
-def spread(values, unit="us"):
-    return f"{statistics.median(values):.1f} {unit} (spread {min(values):.1f}-{max(values):.1f})"
 
 
 def main():

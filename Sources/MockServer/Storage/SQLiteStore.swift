@@ -149,8 +149,7 @@ private final class WriteJob<T: Sendable>: BatchedWrite, @unchecked Sendable {
 /// meanwhile goes into the next one.
 private final class WriteBatcher: Sendable {
     private struct State {
-        var pending: [any BatchedWrite] = []
-        var draining = false
+        var queue = BatchQueue<any BatchedWrite>()
         var writes = 0
         var commits = 0
     }
@@ -171,29 +170,14 @@ private final class WriteBatcher: Sendable {
     var counts: (writes: Int, commits: Int) { state.withLock { ($0.writes, $0.commits) } }
 
     func submit(_ job: any BatchedWrite) {
-        let start = state.withLock { s -> Bool in
-            s.pending.append(job)
-            if s.draining { return false }
-            s.draining = true
-            return true
-        }
-        if start {
+        if state.withLock({ $0.queue.add(job) }) {
             Task { await self.drain() }
         }
     }
 
     private func drain() async {
         while true {
-            let batch = state.withLock { s -> [any BatchedWrite] in
-                if s.pending.isEmpty {
-                    s.draining = false
-                    return []
-                }
-                let take = min(s.pending.count, maxBatch)
-                let batch = Array(s.pending.prefix(take))
-                s.pending.removeFirst(take)
-                return batch
-            }
+            let batch = state.withLock { $0.queue.next(max: maxBatch) }
             if batch.isEmpty { return }
             do {
                 try await writer.write { db in
