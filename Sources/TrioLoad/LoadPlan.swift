@@ -26,6 +26,14 @@ public func parseDuration(_ text: String, flag: String) throws -> Duration {
     throw LoadUsageError(flag: flag, message: "'\(text)' is not a duration like 500us, 250ms, 10s or 2m")
 }
 
+/// Parses `--pacing-tick`: `0` (each start at its own time) or a duration up to 1 s, like `1ms` or `500us`.
+public func parsePacingTick(_ text: String) throws -> Duration {
+    if text == "0" { return .zero }
+    let tick = try parseDuration(text, flag: "--pacing-tick")
+    guard tick <= .seconds(1) else { throw LoadUsageError(flag: "--pacing-tick", message: "must be at most 1s (a tick's sends are each up to a tick late)") }
+    return tick
+}
+
 /// Arrival rate over time: constant, or linear ramps between points (`0:100/s,30s:2000/s`), constant after the last.
 public struct RateSchedule: Sendable, Equatable {
     /// (seconds since start, starts per second), sorted by time.

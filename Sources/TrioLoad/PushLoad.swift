@@ -45,6 +45,9 @@ public struct PushLoadOptions: Sendable {
     public var reconnectJitter: Duration = .seconds(1)
     /// The HTTP client of the sends, the acks and (for an `http://` relay) the device streams.
     public var client = LoadClient.nio
+    /// `--pacing-tick`: sends due within one tick go out together at its end (each at most this late, counted in its
+    /// latency); zero sends each at its own time.
+    public var pacingTick: Duration = .zero
 
     /// Options for a run against `relay` (and `moreRelays`, devices spread over them), with defaults for the rest.
     public init(relay: String, devices: Int, platform: String = "android", rate: RateSchedule, duration: Duration,
@@ -123,6 +126,7 @@ public enum PushLoad {
             var engine = LoadEngine(model: .open(options.rate, maxInFlight: options.maxInFlight), warmup: options.warmup,
                                     duration: options.duration, grace: options.grace)
             engine.loops = executors
+            engine.pacingTick = options.pacingTick
             let outcome = await engine.run(PushPlugin(options: options, tokens: tokens, http: http, links: links), progress: progress)
             let s = outcome.state
             var report = outcome.report(

@@ -46,6 +46,9 @@ public struct RegisterLoadOptions: Sendable {
     /// The HTTP client the iterations use (the `http` given to ``RegisterLoad/run(_:http:progress:)`` still makes the
     /// set-up and the correctness pass, and serves https targets).
     public var client = LoadClient.nio
+    /// `--pacing-tick` (open model): starts due within one tick go out together at its end (each at most this late,
+    /// counted in its latency); zero starts each at its own time.
+    public var pacingTick: Duration = .zero
 
     /// Options for one server, with defaults for the rest.
     public init(server: String, relay: String? = nil, participants: [AdminWire.Credentials], studyID: String? = nil, model: Model,
@@ -208,6 +211,7 @@ public enum RegisterLoad {
         let plugin = RegisterPlugin(options: options, http: loops ?? http)
         var engine = LoadEngine(model: options.model, warmup: options.warmup, duration: options.duration)
         engine.loops = loops?.executors ?? []
+        engine.pacingTick = options.pacingTick
         let outcome = await engine.run(plugin, progress: progress)
         let registered = plugin.registered.withLock { $0 }
         // The check's requests go through the loops too, its lanes running on them, while they run.

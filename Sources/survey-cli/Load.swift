@@ -56,6 +56,8 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     @Option(help: "Open model: a ramp like 0:100/s,30s:2000/s.") var ramp: String?
     @Option(help: "Closed model: this many devices looping.") var concurrency: Int?
     @Option(help: "Open model: starts in flight at most; further starts are dropped and counted.") var maxInFlight = 1000
+    @Option(help: "Open model: starts due within one tick go out together at its end, e.g. 1ms (each at most this late, counted in its latency): one wake-up a tick instead of one a start. 0 = each at its own time.")
+    var pacingTick = "0"
     @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
     @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
     @Option(help: "HTTP client of the iterations: nio (event loops, one per core, as wrk) or curl (libcurl, as the SDK).")
@@ -79,7 +81,8 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     var recorded: [String: String] {
         var options: [String: String] = ["server": server.joined(separator: ","), "duration": duration, "warmup": warmup,
                                          "max-in-flight": String(maxInFlight), "download": String(download), "ios": String(ios),
-                                         "health-only": String(healthOnly), "verify": verify, "timeout": timeout, "http-client": httpClient]
+                                         "health-only": String(healthOnly), "verify": verify, "timeout": timeout, "http-client": httpClient,
+                                         "pacing-tick": pacingTick]
         if let relay { options["relay"] = relay }
         if let participantsFile { options["participants-file"] = participantsFile }
         if let setup { options["setup"] = String(setup) }
@@ -93,8 +96,9 @@ struct LoadRegisterCommand: AsyncParsableCommand {
 
     func run() async throws {
         let durationValue: Duration, warmupValue: Duration, parsedThresholds: [Threshold], model: RegisterLoadOptions.Model
-        let verifyMode: RegisterLoadOptions.Verify, timeoutValue: Duration, client: LoadClient
+        let verifyMode: RegisterLoadOptions.Verify, timeoutValue: Duration, client: LoadClient, tick: Duration
         do {
+            tick = try parsePacingTick(pacingTick)
             guard let chosen = LoadClient(rawValue: httpClient) else { throw LoadUsageError(flag: "--http-client", message: "must be nio or curl") }
             client = chosen
             guard !server.isEmpty else { throw LoadUsageError(flag: "--server", message: "give at least one") }
@@ -146,6 +150,7 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         options.timeout = timeoutValue
         options.recordedOptions = recorded
         options.client = client
+        options.pacingTick = tick
         for warning in RegisterLoad.warnings(options) { FileHandle.standardError.write(Data("load: warning: \(warning)\n".utf8)) }
         var result = try await RegisterLoad.run(options, http: http) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -180,6 +185,8 @@ struct LoadPushCommand: AsyncParsableCommand {
     @Option(help: "Pushes per second.") var rate: Double?
     @Option(help: "A ramp like 0:100/s,30s:2000/s.") var ramp: String?
     @Option(help: "Sends in flight at most; further sends are dropped and counted.") var maxInFlight = 1000
+    @Option(help: "Sends due within one tick go out together at its end, e.g. 1ms (each at most this late, counted in its latency): one wake-up a tick instead of one a send. 0 = each at its own time.")
+    var pacingTick = "0"
     @Option(help: "Measured time, e.g. 30s.") var duration = "10s"
     @Option(help: "Time before measuring starts, e.g. 2s.") var warmup = "0s"
     @Option(help: "HTTP client of the sends, acks and streams: nio (event loops, one per core, as wrk) or curl (libcurl, as the SDK).")
@@ -198,7 +205,7 @@ struct LoadPushCommand: AsyncParsableCommand {
         var options: [String: String] = ["relay": relay.joined(separator: ","), "devices": String(devices), "platform": platform,
                                          "max-in-flight": String(maxInFlight), "duration": duration, "warmup": warmup, "grace": grace,
                                          "source-addresses": String(sourceAddresses), "reconnect-jitter": reconnectJitter,
-                                         "http-client": httpClient]
+                                         "http-client": httpClient, "pacing-tick": pacingTick]
         if let rate { options["rate"] = String(rate) }
         if let ramp { options["ramp"] = ramp }
         if !thresholds.isEmpty { options["threshold"] = thresholds.joined(separator: " ") }
@@ -226,6 +233,7 @@ struct LoadPushCommand: AsyncParsableCommand {
             built.recordedOptions = recorded
             guard let client = LoadClient(rawValue: httpClient) else { throw LoadUsageError(flag: "--http-client", message: "must be nio or curl") }
             built.client = client
+            built.pacingTick = try parsePacingTick(pacingTick)
             options = built
         } catch let error as LoadUsageError {
             throw ValidationError(error.description)

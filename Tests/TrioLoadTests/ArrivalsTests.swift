@@ -52,4 +52,35 @@ import Testing
         #expect(!Arrivals.admits(running: 1, maxInFlight: 1))
         #expect(!Arrivals.admits(running: 0, maxInFlight: 0))
     }
+
+    @Test func withoutATickEachStartWakesAtItsOwnTime() {
+        for offset in [0, 0.0005, 0.00123, 2.5] { #expect(Arrivals.wake(for: offset, tick: 0) == offset) }
+    }
+
+    @Test func aTickWakesOnceForEveryStartDueWithinIt() {
+        let tick = 0.001
+        // 2,000 starts a second: two per 1 ms tick, each sent at the end of the tick it falls in.
+        let starts = offsets(RateSchedule(constant: 2000), total: 0.01).map(\.offset)
+        let wakes = starts.map { Arrivals.wake(for: $0, tick: tick) }
+        // 20 starts (0, 0.5 ms, … 9.5 ms) wake at 11 ticks: the first at 0, then two at each of 1 ms … 10 ms.
+        #expect(starts.count == 20)
+        #expect(Set(wakes.map { ($0 * 1e6).rounded() }).count == 11)
+        for (start, wake) in zip(starts, wakes) {
+            #expect(wake >= start - 1e-9)
+            #expect(wake - start < tick)
+        }
+        // A start due exactly on a tick goes out then, not a tick later (1e-3 / 1e-3 reads as a hair over 1).
+        #expect(abs(Arrivals.wake(for: 0.001, tick: tick) - 0.001) < 1e-12)
+        #expect(abs(Arrivals.wake(for: 0.003, tick: tick) - 0.003) < 1e-12)
+        #expect(abs(Arrivals.wake(for: 0.0031, tick: tick) - 0.004) < 1e-12)
+        #expect(Arrivals.wake(for: 0, tick: tick) == 0)
+    }
+
+    @Test func aPacingTickIsZeroOrADurationUpToOneSecond() throws {
+        #expect(try parsePacingTick("0") == .zero)
+        #expect(try parsePacingTick("1ms") == .milliseconds(1))
+        #expect(try parsePacingTick("500us") == .microseconds(500))
+        #expect(throws: LoadUsageError.self) { try parsePacingTick("2s") }
+        #expect(throws: LoadUsageError.self) { try parsePacingTick("fast") }
+    }
 }

@@ -15,6 +15,9 @@ struct LoadEngine: Sendable {
     /// Event loops to run on (the loop HTTP client's): the pacing on the first, iterations spread over all, so that an
     /// iteration's requests and answers stay on its loop's thread. Empty: Swift's global executor and its timers.
     var loops: [EventLoopTaskExecutor] = []
+    /// Open model: starts due within one tick go out together at its end (``Arrivals/wake(for:tick:)``); zero wakes for
+    /// each start at its own time.
+    var pacingTick: Duration = .zero
 
     /// Runs `plugin` under the model; `progress` gets a line a second, through the drain too.
     func run(_ plugin: some LoadPlugin, progress: @escaping @Sendable (String) -> Void) async -> LoadOutcome {
@@ -55,10 +58,11 @@ struct LoadEngine: Sendable {
         switch model {
         case .open(let schedule, let maxInFlight):
             var arrivals = Arrivals(schedule: schedule, total: (warmup + duration).seconds)
+            let tick = pacingTick.seconds
             await withDiscardingTaskGroup { group in
                 while let arrival = arrivals.next() {
                     let intended = start + .nanoseconds(Int64((arrival.offset * 1e9).rounded()))
-                    await sleep(until: intended)
+                    await sleep(until: start + .nanoseconds(Int64((Arrivals.wake(for: arrival.offset, tick: tick) * 1e9).rounded())))
                     // Cancelled: the run ends here with what it has (the cancelled sleep returns at once; the rest of
                     // the schedule must not go out in a burst).
                     if Task.isCancelled { break }
