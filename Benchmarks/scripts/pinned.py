@@ -196,7 +196,7 @@ def measure_relay(args, work, devices=500, rate=2000):
         extra = 3 if AVAILABLE else 0
         driver = subprocess.Popen(["taskset", "-c", "1", os.path.join(args.bin, "survey-cli"), "load", "push", "--relay", relay.url,
                                    "--devices", str(devices), "--rate", str(rate), "--warmup", "2s", "--duration", f"{seconds + extra}s",
-                                   "--report", report, *client_flag(args)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   "--report", report, *client_flag(args), "--pacing-tick", args.pacing_tick], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(3.5)
         r0, d0, t0 = cpu_seconds(relay.pid), cpu_seconds(driver.pid), time.monotonic()
         # With perf: the relay's system calls and context switches over the window.
@@ -238,6 +238,8 @@ def main():
     parser.add_argument("--only", nargs="*", default=None, help="figures to measure (default: all)")
     parser.add_argument("--http-client", choices=["nio", "curl"], default=None,
                         help="survey-cli's HTTP client for load-vs-wrk and relay (default: its own default, nio)")
+    parser.add_argument("--pacing-tick", default="0",
+                        help="survey-cli load push's --pacing-tick for the relay row (0: each send at its own time, the default)")
     args = parser.parse_args()
     if os.cpu_count() < 2:
         sys.exit("needs two cores (the process under test on 0, the generator on 1)")

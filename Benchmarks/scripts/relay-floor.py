@@ -2,6 +2,7 @@
 """The kernel's floor under a push delivery (issue 36): the relay's socket work alone, with nothing else.
 
     python3 Benchmarks/scripts/relay-floor.py [--runs 3] [--devices 500] [--rate 2000] [--seconds 5]
+                                              [--relay python|nio] [--driver python|nio] [--threads 1]
 
 Two processes, as `pinned.py --only relay` places the relay and `survey-cli load push`: a "relay" on core 0 and a
 "driver" on core 1, talking over loopback TCP. Per delivery the relay does exactly the socket work the real relay cannot
@@ -18,6 +19,13 @@ tick here, and sampling changes the counts, so the two never overlap). The drive
 the floor under `survey-cli load push`'s own CPU. The user part is Python's and no
 floor; the kernel part is. `pinned.py --only relay` prints the same figures for the real relay: what the real relay
 spends above this floor is its own code's.
+
+`--relay nio` serves the relay side with SwiftNIO instead (`relay-floor-nio`: NIO's floor under the relay), `--driver nio`
+drives with SwiftNIO (`relay-floor-nio --driver`: NIO's floor under `survey-cli load push`, whose whole CPU per delivery
+it prints with its system calls and context switches). The pacing matters as much as either side: the Python driver's
+`epoll.poll` timeout has millisecond resolution, so it sends in 1 ms ticks (two requests a wake-up at 2,000/s), while
+the NIO driver, like `survey-cli`, wakes at each send's own time unless given `--tick-us 1000` (`survey-cli load push
+--pacing-tick 1ms`). Build the NIO side with `swift build -c release --product relay-floor-nio`.
 """
 import argparse
 import os
@@ -169,6 +177,7 @@ def driver(port, devices, rate, seconds, warmup, relay_pid):
     after = marks.get("sampling", marks["end"])
     deliveries, cpu = after[0] - marks["window"][0], after[1] - marks["window"][1]
     counts = counter.finish() if counter else {}
+    counts["driver_us"] = (after[2] - marks["window"][2]) / deliveries / 1e3
     if sampler:
         shares = [each.finish() for each in sampler]
         sampled = [marks["end"][i] - marks["sampling"][i] for i in range(3)]
@@ -177,6 +186,50 @@ def driver(port, devices, rate, seconds, warmup, relay_pid):
         if shares[1] is not None:
             counts["driver_kernel_us"] = shares[1] * sampled[2] / sampled[0] / 1e3
     return sent, events, deliveries, cpu, counts
+
+
+def nio_driver(args, port, relay_pid):
+    """The driver side on SwiftNIO (`relay-floor-nio --driver`, core 1): NIO's floor under `survey-cli load push`'s socket
+    work. Measures both sides over the window (the driver paces `rate` sends a second, so the window's deliveries are
+    rate x seconds; the events still unacked at the end are reported), then, with perf, the driver's system calls and
+    context switches in the window and both kernel shares in 2 s of samples after it."""
+    extra = 4 if AVAILABLE else 1  # the 2 s of samples after the window, and a margin before the driver stops
+    process = subprocess.Popen(["taskset", "-c", "1", os.path.join(args.bin, "relay-floor-nio"), "--driver", str(port),
+                                "--devices", str(args.devices), "--rate", str(args.rate), "--tick-us", str(args.tick_us),
+                                "--seconds", str(args.warmup + args.seconds + extra)], stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if line.strip() != "GO":
+        sys.exit(f"relay-floor-nio --driver did not start: {line!r}")
+    time.sleep(args.warmup)
+    before = cpu_ns(relay_pid), cpu_ns(process.pid)
+    counter = Counter(process.pid, args.seconds) if AVAILABLE else None
+    if counter:
+        counts = {f"driver_{key}": value for key, value in counter.finish().items()}
+    else:
+        counts = {}
+        time.sleep(args.seconds)
+    after = cpu_ns(relay_pid), cpu_ns(process.pid)
+    deliveries = args.rate * args.seconds
+    if AVAILABLE:
+        sampled_from = cpu_ns(relay_pid), cpu_ns(process.pid), time.monotonic()
+        samplers = Sampler(relay_pid, 2), Sampler(process.pid, 2)
+        shares = [each.finish() for each in samplers]
+        sampled_to = cpu_ns(relay_pid), cpu_ns(process.pid), time.monotonic()
+        # The paced deliveries over the time the samplers ran (perf takes a moment to start and to end).
+        sampled = args.rate * (sampled_to[2] - sampled_from[2])
+        if shares[0] is not None:
+            counts["kernel_us"] = shares[0] * (sampled_to[0] - sampled_from[0]) / sampled / 1e3
+        if shares[1] is not None:
+            counts["driver_kernel_us"] = shares[1] * (sampled_to[1] - sampled_from[1]) / sampled / 1e3
+    done = process.stdout.readline().split()
+    process.wait(timeout=30)
+    if len(done) != 3 or done[0] != "DONE":
+        sys.exit(f"relay-floor-nio --driver did not finish: {done!r}")
+    counts["driver_us"] = (after[1] - before[1]) / deliveries / 1e3
+    if "driver_raw_syscalls:sys_enter" in counts:
+        counts["driver_syscalls"] = counts["driver_raw_syscalls:sys_enter"] / deliveries
+        counts["driver_switches"] = counts.get("driver_context-switches", 0) / deliveries
+    return int(done[1]), int(done[2]), deliveries, after[0] - before[0], counts
 
 
 def one_run(args):
@@ -201,13 +254,16 @@ def one_run(args):
             finally:
                 os._exit(0)
         listener.close()
-    sent, events, deliveries, cpu, counts = driver(port, args.devices, args.rate, args.seconds, args.warmup, pid)
+    if args.driver == "nio":
+        sent, events, deliveries, cpu, counts = nio_driver(args, port, pid)
+    else:
+        sent, events, deliveries, cpu, counts = driver(port, args.devices, args.rate, args.seconds, args.warmup, pid)
     if args.relay == "nio":
         process.wait(timeout=30)
     else:
         os.waitpid(pid, 0)
     result = {"rate": deliveries / args.seconds, "cpu_us": cpu / deliveries / 1e3, "lost": sent - events}
-    for key in ("kernel_us", "driver_kernel_us"):
+    for key in ("kernel_us", "driver_kernel_us", "driver_us", "driver_syscalls", "driver_switches"):
         if key in counts:
             result[key] = counts[key]
     if "raw_syscalls:sys_enter" in counts:
@@ -227,6 +283,10 @@ def main():
     parser.add_argument("--warmup", type=float, default=2)
     parser.add_argument("--relay", choices=["python", "nio"], default="python",
                         help="the relay side: a Python epoll loop (the kernel's floor) or SwiftNIO (relay-floor-nio: NIO's floor)")
+    parser.add_argument("--driver", choices=["python", "nio"], default="python",
+                        help="the driver side: the Python epoll loop, or SwiftNIO (relay-floor-nio --driver: NIO's floor under survey-cli load push)")
+    parser.add_argument("--tick-us", type=int, default=0,
+                        help="the NIO driver's pacing granularity in µs (0: a timer at each send's own time, as survey-cli paces)")
     parser.add_argument("--bin", default=".build/release", help="where relay-floor-nio is (swift build -c release --product relay-floor-nio)")
     parser.add_argument("--threads", type=int, default=1, help="relay-floor-nio's event loops (the real relay runs two on its core)")
     args = parser.parse_args()
@@ -243,6 +303,12 @@ def main():
         print(f"floor kernel      {spread([r['kernel_us'] for r in rows])} per delivery (perf's samples in the kernel, 2 s after the window)")
     if all("driver_kernel_us" in r for r in rows):
         print(f"driver kernel     {spread([r['driver_kernel_us'] for r in rows])} per delivery (the driver's side of the same socket work)")
+    if all("driver_us" in r for r in rows):
+        print(f"driver            CPU {spread([r['driver_us'] for r in rows])} per delivery "
+              + ("(Python's user part included)" if args.driver == "python" else "(NIO's event loop, pipeline and buffers: user and kernel)"))
+    if all("driver_syscalls" in r for r in rows):
+        print(f"driver calls      {spread([r['driver_syscalls'] for r in rows], 'system calls')}, "
+              f"{spread([r['driver_switches'] for r in rows], 'context switches')} per delivery")
     if all("syscalls" in r for r in rows):
         print(f"floor calls       {spread([r['syscalls'] for r in rows], 'system calls')}, "
               f"{spread([r['switches'] for r in rows], 'context switches')} per delivery")
