@@ -47,6 +47,23 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / HZ
 
 
+def thread_cpu(pid):
+    """Nanoseconds run by `pid`'s threads, summed by kind: NIO's event loops (`NIO-ELT-…`), Swift's cooperative pool
+    (libdispatch's `com.apple.root.default-qos` threads) and serial dispatch queues (its `….overcommit` threads: the
+    store's read and write queues, GRDB's)."""
+    kinds = {"loops": 0, "pool": 0, "queues": 0, "other": 0}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            name = open(f"/proc/{pid}/task/{task}/comm").read().strip()
+            ran = int(open(f"/proc/{pid}/task/{task}/schedstat").read().split()[0])
+        except OSError:
+            continue  # a thread that ended between the listing and the read
+        kind = ("loops" if name.startswith("NIO-ELT") else "queues" if name.endswith("overcommit")
+                else "pool" if name.endswith("default-qos") else "other")
+        kinds[kind] += ran
+    return kinds
+
+
 def run_pinned(core, argv):
     """Runs argv on `core` to its end; (stdout, stderr, exit status). Its CPU is read with ``child_cpu`` around the call."""
     process = subprocess.Popen(["taskset", "-c", str(core), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -142,10 +159,12 @@ def measure_wrk(args, work, kdf, path):
         script = None
         if path == "/register_user":
             script = register_script(work, setup(args, server, work))
-        before = cpu_seconds(server.pid)
+        before, threads = cpu_seconds(server.pid), thread_cpu(server.pid)
         requests, tool = wrk(server.url + path, args.seconds, script)
         used = cpu_seconds(server.pid) - before
         result = {"server_us": used / requests * 1e6, "tool_us": tool / requests * 1e6, "rate": requests / args.seconds}
+        # Where the CPU ran, by kind of thread (exact, from the scheduler): µs per request.
+        result["threads"] = {kind: (ran - threads[kind]) / requests / 1e3 for kind, ran in thread_cpu(server.pid).items()}
         if AVAILABLE and script:
             # Where a registration's CPU goes: 2 s of samples under a second wrk run (never during the measured one),
             # the shares of SQLite's library and of the kernel times the CPU per registration measured above.
@@ -260,8 +279,12 @@ def main():
             results.setdefault("relay", []).append(measure_relay(args, work))
     command = "python3 Benchmarks/scripts/pinned.py " + " ".join(sys.argv[1:])
     print(f"# {command}  ({args.runs} runs, {args.seconds} s each; server/relay on core 0, generator on core 1)")
+    def by_thread(rows):
+        kinds = [("loops", "event loops"), ("pool", "cooperative pool"), ("queues", "dispatch queues")]
+        return ", ".join(f"{label} {statistics.median([r['threads'][kind] for r in rows]):.1f}" for kind, label in kinds)
     if "health" in results:
         print(f"health            server {spread([r['server_us'] for r in results['health']])} per request")
+        print(f"{'':17} by thread (medians, us): {by_thread(results['health'])}")
     for name in ("register-kdf1", "register-kdf1000"):
         if name in results:
             line = f"{name:17} server {spread([r['server_us'] for r in results[name]])} per registration"
@@ -269,6 +292,7 @@ def main():
                 ratios = [r["server_us"] / h["server_us"] for r, h in zip(results[name], results["health"])]
                 line += f"; ratio to health {statistics.median(ratios):.2f} (spread {min(ratios):.2f}-{max(ratios):.2f})"
             print(line)
+            print(f"{'':17} by thread (medians, us): {by_thread(results[name])} (the store's read and write queues)")
             if all("sqlite_us" in r for r in results[name]):
                 print(f"{'':17} of which SQLite's library {spread([r['sqlite_us'] for r in results[name]])}, the kernel "
                       f"{spread([r['kernel_us'] for r in results[name]])} (perf's samples under a second wrk run)")
