@@ -114,6 +114,9 @@ struct LoadRegisterCommand: AsyncParsableCommand {
             guard given <= 1 else { throw LoadUsageError(flag: "--rate/--ramp/--concurrency", message: "choose one load model") }
             if let concurrency {
                 guard concurrency > 0 else { throw LoadUsageError(flag: "--concurrency", message: "must be positive") }
+                guard tick == .zero else {
+                    throw LoadUsageError(flag: "--pacing-tick", message: "paces the open model (--rate or --ramp), not --concurrency")
+                }
                 model = .closed(concurrency: concurrency)
             } else {
                 guard maxInFlight > 0 else { throw LoadUsageError(flag: "--max-in-flight", message: "must be positive") }

@@ -12,6 +12,8 @@ import Testing
         let outcome: @Sendable (Int, LoadRecorder) -> IterationOutcome
         let seen = Mutex((running: 0, most: 0, indices: [Int]()))
         let started = Mutex(false)
+        /// When each iteration began.
+        let began = Mutex([Int: ContinuousClock.Instant]())
 
         init(work: Duration = .zero, outcome: @escaping @Sendable (Int, LoadRecorder) -> IterationOutcome = { _, _ in .succeeded }) {
             self.work = work
@@ -21,6 +23,8 @@ import Testing
         func willStart(_ recorder: LoadRecorder) { started.withLock { $0 = true } }
 
         func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
+            let now = ContinuousClock.now
+            began.withLock { $0[index] = now }
             seen.withLock { s in
                 s.running += 1
                 s.most = max(s.most, s.running)
@@ -44,6 +48,25 @@ import Testing
         #expect(report.perSecond.map(\.succeeded).reduce(0, +) == 100)
         #expect(report.perSecond.compactMap(\.started).reduce(0, +) == 100)
         #expect(report.latencyMs.max > 0 && report.histogram?.hasPrefix("HISTF") == true)
+    }
+
+    @Test func aPacingTickStartsEveryArrivalNoneBeforeItsTicksEnd() async {
+        // 200/s in 100 ms ticks: arrival i is due at i × 5 ms and goes out at the end of the tick it falls in, never
+        // before (late is allowed: the machine may run the pacing late; without the tick arrival 1 would go at 5 ms).
+        let probe = Probe()
+        var engine = LoadEngine(model: .open(RateSchedule(constant: 200), maxInFlight: 1000), warmup: .zero, duration: .milliseconds(500))
+        engine.pacingTick = .milliseconds(100)
+        let before = ContinuousClock.now
+        let outcome = await engine.run(probe) { _ in }
+        #expect(outcome.state.started == 100 && outcome.state.succeeded == 100 && outcome.state.dropped == 0)
+        let began = probe.began.withLock { $0 }
+        #expect(began.count == 100)
+        for (index, instant) in began {
+            let tickEnd = Duration.milliseconds(Int64((Double(index) * 5 / 100).rounded(.up) * 100))
+            #expect(instant - before >= tickEnd, "arrival \(index) began \(instant - before) after the run began, before its tick's end \(tickEnd)")
+        }
+        // The latency counts from the intended time, so the tick's wait is in it: arrival 1 waited about 95 ms.
+        #expect(outcome.report(scenario: "probe", target: "memory", correct: nil, correctness: "").latencyMs.max >= 90)
     }
 
     @Test func startsBeyondTheInFlightLimitAreDroppedNotQueued() async {
