@@ -19,13 +19,22 @@ def spread(values, unit="us", width=0):
     return f"{statistics.median(values):{width}.1f} {unit} (spread {min(values):.1f}-{max(values):.1f})"
 
 
+def thread_ns(pid):
+    """(name, nanoseconds run) for each of `pid`'s threads (exact, from the scheduler); a thread that ends while it is
+    read is left out."""
+    threads = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/comm") as name, open(f"/proc/{pid}/task/{task}/schedstat") as ran:
+                threads.append((name.read().strip(), int(ran.read().split()[0])))
+        except OSError:
+            continue
+    return threads
+
+
 def cpu_ns(pid):
     """Nanoseconds `pid` has run, every thread included (exact, from the scheduler)."""
-    total = 0
-    for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/schedstat") as f:
-            total += int(f.read().split()[0])
-    return total
+    return sum(ran for _, ran in thread_ns(pid))
 
 
 class Counter:

@@ -37,7 +37,7 @@ import time
 import urllib.parse
 
 import perfshare
-from perfshare import AVAILABLE, Counter, Sampler
+from perfshare import AVAILABLE, Counter, Sampler, thread_ns
 
 HZ = os.sysconf("SC_CLK_TCK")
 
@@ -52,12 +52,7 @@ def thread_cpu(pid):
     (libdispatch's `com.apple.root.default-qos` threads) and serial dispatch queues (its `….overcommit` threads: the
     store's read and write queues, GRDB's)."""
     kinds = {"loops": 0, "pool": 0, "queues": 0, "other": 0}
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            name = open(f"/proc/{pid}/task/{task}/comm").read().strip()
-            ran = int(open(f"/proc/{pid}/task/{task}/schedstat").read().split()[0])
-        except OSError:
-            continue  # a thread that ended between the listing and the read
+    for name, ran in thread_ns(pid):
         kind = ("loops" if name.startswith("NIO-ELT") else "queues" if name.endswith("overcommit")
                 else "pool" if name.endswith("default-qos") else "other")
         kinds[kind] += ran

@@ -41,4 +41,14 @@ import Testing
         #expect(!starts)
         #expect(second == [2])
     }
+
+    @Test func itCountsTheJobsAndBatchesItHandsOut() {
+        var queue = BatchQueue<Int>()
+        for job in 1...5 { _ = queue.add(job) }
+        _ = queue.next(max: 3)
+        _ = queue.next(max: 3)
+        _ = queue.next(max: 3)  // empty: ends the drain, counts nothing
+        #expect(queue.taken.jobs == 5)
+        #expect(queue.taken.batches == 2)
+    }
 }

@@ -4,6 +4,8 @@ struct BatchQueue<Job> {
     private(set) var pending: [Job] = []
     /// Whether a drain is running (taking batches until none is left).
     private(set) var draining = false
+    /// Jobs taken into batches, and the batches, since the queue was made.
+    private(set) var taken = (jobs: 0, batches: 0)
 
     /// Queues `job`; true when no drain was running, so the caller must start one.
     mutating func add(_ job: Job) -> Bool {
@@ -23,6 +25,8 @@ struct BatchQueue<Job> {
         let take = min(pending.count, max)
         let batch = Array(pending.prefix(take))
         pending.removeFirst(take)
+        taken.jobs += take
+        taken.batches += 1
         return batch
     }
 }

@@ -31,14 +31,8 @@ protocol BatchedRead: Sendable {
 /// The batching queue behind `SQLiteStore.readNow`: one read transaction at a time on a serial queue of its own; the
 /// lookups that arrive meanwhile go into the next.
 final class ReadBatcher: Sendable {
-    private struct State {
-        var queue = BatchQueue<any BatchedRead>()
-        var lookups = 0
-        var batches = 0
-    }
-
     private let reader: any DatabaseReader
-    private let state = Mutex(State())
+    private let state = Mutex(BatchQueue<any BatchedRead>())
     private let queue = DispatchQueue(label: "survey-trio.sqlite.lookups")
     /// Bounds one transaction, so a burst cannot hold one snapshot arbitrarily long.
     private let maxBatch = 512
@@ -47,27 +41,20 @@ final class ReadBatcher: Sendable {
         self.reader = reader
     }
 
-    var counts: (lookups: Int, batches: Int) { state.withLock { ($0.lookups, $0.batches) } }
+    var counts: (lookups: Int, batches: Int) { state.withLock { ($0.taken.jobs, $0.taken.batches) } }
 
     /// Lookups submitted and not yet taken into a batch.
-    var waiting: Int { state.withLock { $0.queue.pending.count } }
+    var waiting: Int { state.withLock { $0.pending.count } }
 
     func submit(_ job: any BatchedRead) {
-        if state.withLock({ $0.queue.add(job) }) {
+        if state.withLock({ $0.add(job) }) {
             queue.async { self.drain() }
         }
     }
 
     private func drain() {
         while true {
-            let batch = state.withLock { s -> [any BatchedRead] in
-                let batch = s.queue.next(max: maxBatch)
-                if !batch.isEmpty {
-                    s.lookups += batch.count
-                    s.batches += 1
-                }
-                return batch
-            }
+            let batch = state.withLock { $0.next(max: maxBatch) }
             if batch.isEmpty { return }
             var resumes: [() -> Void] = []
             do {

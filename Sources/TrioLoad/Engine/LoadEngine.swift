@@ -62,7 +62,9 @@ struct LoadEngine: Sendable {
             await withDiscardingTaskGroup { group in
                 while let arrival = arrivals.next() {
                     let intended = start + .nanoseconds(Int64((arrival.offset * 1e9).rounded()))
-                    await sleep(until: start + .nanoseconds(Int64((Arrivals.wake(for: arrival.offset, tick: tick) * 1e9).rounded())))
+                    let wake = start + .nanoseconds(Int64((Arrivals.wake(for: arrival.offset, tick: tick) * 1e9).rounded()))
+                    // Suspends on the first loop's timer (or `Task.sleep`): no thread waits.
+                    await sleep(until: wake)
                     // Cancelled: the run ends here with what it has (the cancelled sleep returns at once; the rest of
                     // the schedule must not go out in a burst).
                     if Task.isCancelled { break }
