@@ -61,8 +61,8 @@ struct Arrivals: Sendable, Equatable {
     /// driver from 2.8 to 1.2 context switches per delivery (`relay-floor.py --driver nio --tick-us 1000`).
     static func wake(for offset: Double, tick: Double) -> Double {
         guard tick > 0 else { return offset }
-        // A nanosecond's slack, so that a start due exactly on a tick (1 ms / 1 ms read as 1.0000000002) is not put off
-        // to the next.
+        // A nanosecond's slack, so that a start due exactly on a tick is not put off to the next: offsets are sums of
+        // 1/rate steps, and ten 0.5 ms steps over a 1 ms tick read 5.000000000000001 ticks.
         return (offset / tick - 1e-9).rounded(.up) * tick
     }
 
