@@ -109,7 +109,9 @@ extension Integration {
     }
 
     /// Issue 31: a request's task ran on after its client left: a 400-day walk went on after the client timed out, and
-    /// a retrying harness queued a second one behind it. Now the walk stops when its connection closes.
+    /// a retrying harness queued a second one behind it. Now the walk stops when its connection closes. (Issue 49: the
+    /// client leaves with a reset; an orderly close cannot be told from a half-close without an unasked `100
+    /// Continue`, which the server no longer sends, so such a walk runs to its end and is answered.)
     @Test func aClockWalkStopsWhenItsClientLeaves() async throws {
         try await Trio.with { trio in
             let study = try await trio.admin.createStudy(.init(name: "walk", timezone: "America/Chicago", scheduling: "server",
@@ -125,7 +127,7 @@ extension Integration {
             try socket.send("POST /__admin/studies/\(study.studyID)/clock HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                             + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
             try await Task.sleep(for: .milliseconds(100))
-            socket.close()
+            socket.abort()
             // The next move waits for the study's lock: it starts where the walk stopped, not 400 days on.
             let started = ContinuousClock.now
             let next = try await trio.admin.advanceClock(study: study.studyID, seconds: 1)
@@ -335,7 +337,10 @@ extension Integration {
                 try socket.send("POST /v1/projects/p/messages:send HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                                 + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
                 socket.shutdownWrite()
-                if try socket.readResponse().status == 200 { answered += 1 }
+                let response = try socket.readResponse()
+                // Issue 49: nothing interim was asked for, so nothing interim comes.
+                #expect(response.interims.isEmpty, "unasked interim answers \(response.interims)")
+                if response.status == 200 { answered += 1 }
             }
             #expect(answered == 30)
         }

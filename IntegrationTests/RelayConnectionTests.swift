@@ -197,6 +197,8 @@ final class RawSocket {
         var status: Int
         var headers: [String: String]
         var body: String
+        /// The interim (1xx) answers that came before it.
+        var interims: [Int] = []
     }
 
     private let fd: Int32
@@ -225,6 +227,15 @@ final class RawSocket {
         guard !closed else { return }
         closed = true
         Glibc.close(fd)
+    }
+
+    /// Closes with a reset (SO_LINGER 0), as a client that gave up and dropped its connection is seen by the server
+    /// at once; a plain close is an end of input, which the server cannot tell from a half-close.
+    func abort() {
+        guard !closed else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
     }
 
     /// Closes the sending side (the peer reads end-of-stream; this socket can still read the answer).
@@ -277,16 +288,20 @@ final class RawSocket {
         return (status, headers)
     }
 
-    /// A whole response with a Content-Length body. Interim (1xx) answers are skipped, as RFC 9110 asks of every client:
-    /// a server may send one unasked (ours does when a client's side ends while its answer is being made).
+    /// A whole response with a Content-Length body. Interim (1xx) answers are skipped, as RFC 9110 asks of every client,
+    /// and listed in ``Response/interims`` (ours sends one only to a request that asked, `Expect: 100-continue`).
     func readResponse() throws -> Response {
         var (status, headers) = try readHead()
-        while (100..<200).contains(status) && status != 101 { (status, headers) = try readHead() }
+        var interims: [Int] = []
+        while (100..<200).contains(status) && status != 101 {
+            interims.append(status)
+            (status, headers) = try readHead()
+        }
         let length = Int(headers["content-length"] ?? "0") ?? 0
         while pending.count < length { guard try fill() else { break } }
         let body = String(decoding: pending.prefix(length), as: UTF8.self)
         pending.removeFirst(min(length, pending.count))
-        return Response(status: status, headers: headers, body: body)
+        return Response(status: status, headers: headers, body: body, interims: interims)
     }
 
     /// Text up to and including `marker` (chunk framing included).

@@ -11,6 +11,8 @@ import SurveyWire
 package struct DeviceRoutes: Sendable {
     /// The longest `wait` on events.
     static let maxWait: Duration = .seconds(60)
+    /// The largest `after` taken (2^53: every seq a JSON number holds exactly).
+    static let maxSeq = 1 << 53
 
     let fleet: DeviceFleet
 
@@ -57,13 +59,8 @@ package struct DeviceRoutes: Sendable {
         router.get("/__devices/{device_id}/events") { request, context -> Response in
             let id = try context.parameters.require("device_id")
             let query = try ListingQuery(request, allowed: ["after", "until"])
-            var after = 0
-            if let text = query["after"] {
-                guard let value = Int(text), value >= 0 else {
-                    throw APIError(.badRequest, code: "invalid_field", "after must be a seq (an integer >= 0)", field: "after")
-                }
-                after = value
-            }
+            // A seq: events are numbered from 1, one at a time, so no log comes near 2^53.
+            let after = try query.integer("after", in: 0...Self.maxSeq) ?? 0
             let until = query["until"]
             let wait = query.wait ?? .zero
             return JSONResponse.make(try await Self.call { () async throws(DeviceFleet.Failure) in

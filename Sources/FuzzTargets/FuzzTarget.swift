@@ -25,6 +25,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case jexl
     /// gzip bodies (`Content-Encoding: gzip`).
     case gzip
+    /// Whole request targets (path and query): made canonical, then every query value read as each listing reads its
+    /// `wait`, `min_count`, `after`, `limit` and `status`.
+    case target
+    /// FCM topic conditions (nested `!`, `&&`, `||`, parentheses).
+    case condition
+    /// Compact JWTs (FCM assertions, APNs provider tokens): read, and their times taken.
+    case jwt
 
     /// Runs one input. A violated property is a `preconditionFailure`: a crash, which is what the fuzzer reports.
     public func run(_ bytes: [UInt8]) {
@@ -36,6 +43,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .schedule: Self.schedule(bytes)
         case .jexl: Self.jexl(bytes)
         case .gzip: Self.gzip(bytes)
+        case .target: Self.target(bytes)
+        case .condition: Self.condition(bytes)
+        case .jwt: Self.jwt(bytes)
         }
     }
 
@@ -111,5 +121,36 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let inflated = try? Gzip.decompress(bytes, limit: 1 << 20) else { return }
         precondition(inflated.count <= 1 << 20)
         precondition((try? Gzip.decompress(Gzip.compress(inflated), limit: 1 << 20)) == inflated, "gzip round trip changed the bytes")
+    }
+
+    static func target(_ bytes: [UInt8]) {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard case .success(let canonical) = RequestPath.canonical(text) else { return }
+        // Canonical is a fixed point: making it canonical again changes nothing.
+        guard case .success(let again) = RequestPath.canonical(canonical) else { preconditionFailure("a canonical target was refused") }
+        precondition(again == canonical, "canonical(canonical(t)) != canonical(t)")
+        let path = canonical.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        precondition(!path.contains("//"), "a canonical path has an empty segment")
+        for (_, value) in QueryValue.pairs(ofTarget: canonical) {
+            if let wait = QueryValue.duration(value, in: .zero...Duration.seconds(60)) {
+                precondition(wait >= .zero && wait <= .seconds(60))
+            }
+            for range in [1...100_000, 0...(1 << 53), 1...1_000, 100...599] {
+                if let number = QueryValue.integer(value, in: range) { precondition(range.contains(number)) }
+            }
+        }
+    }
+
+    static func condition(_ bytes: [UInt8]) {
+        guard let condition = try? TopicCondition(String(decoding: bytes, as: UTF8.self)) else { return }
+        // A condition taken names at most five topics, so evaluating it is cheap whatever it looked like.
+        _ = condition.matches(["a", "b", "news"])
+    }
+
+    static func jwt(_ bytes: [UInt8]) {
+        guard let token = try? JWT(String(decoding: bytes, as: UTF8.self)) else { return }
+        for claim in ["iat", "exp", "nbf"] {
+            if let seconds = token.seconds(claim) { precondition(abs(seconds) <= JWT.maxSeconds) }
+        }
     }
 }

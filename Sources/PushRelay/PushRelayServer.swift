@@ -1,5 +1,6 @@
 import Hummingbird
 import NIOCore
+import NIOSSL
 import Logging
 import ServerSupport
 import SurveyWire
@@ -152,21 +153,22 @@ public struct PushRelayServer: Sendable {
             responder: responder, bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
             serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept,
             onEventLoop: true, h2c: true)
-        // APNs' transport: TLS with HTTP/2 (ALPN h2, or its preface without ALPN) or HTTP/1.1, served by Hummingbird's
-        // HTTP/1 and HTTP/2 channels with the same router. Its connections are Hummingbird's, not `BufferedHTTPChannel`'s
-        // (docs/DECISIONS.md, issue 32).
+        // APNs' transport: TLS with HTTP/2 (ALPN h2, or its preface without ALPN) or HTTP/1.1, through the same front
+        // door as the plain port: the same request handler, interceptors, router, guards, journal, deadlines and
+        // limits (docs/DECISIONS.md, issue 49).
         var secondary: (@Sendable (any EventLoopGroup, BoundAddress) throws -> any Service)?
         if let tlsPort = configuration.tlsPort, let tls {
+            var tlsConfiguration = tls.configuration
+            tlsConfiguration.applicationProtocols = ["h2", "http/1.1"]
+            let context = try NIOSSLContext(configuration: tlsConfiguration)
+            let tlsConnections = BufferedHTTPChannel(
+                responder: responder, bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
+                serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept,
+                onEventLoop: true, tls: context)
             let serverName = options.serviceName
             let host = options.host
             secondary = { group, tlsBound in
-                let channel = try APNsTLSChannel(tls: tls.configuration) { request, writer, channel in
-                    let context = BasicRequestContext(source: .init(channel: channel, logger: logger))
-                    var response = try await responder.respond(to: request, context: context)
-                    response.headers[.server] = serverName
-                    try await writer.write(response: response.head, body: response.body)
-                }
-                return channel.server(
+                tlsConnections.server(
                     configuration: ServerLauncher.serverConfiguration(host: host, port: tlsPort, serverName: serverName),
                     onServerRunning: { channel in tlsBound.set("https://\(host):\(channel.localAddress?.port ?? tlsPort)") },
                     eventLoopGroup: group, logger: logger)

@@ -1,14 +1,16 @@
 import Foundation
+import SurveyWire
 import Testing
 @testable import ServerSupport
 
 @Suite struct ListingQueryTests {
     @Test func durationsAndCounts() throws {
-        #expect(ListingQuery.duration("250ms") == .milliseconds(250))
-        #expect(ListingQuery.duration("1.5s") == .milliseconds(1500))
-        #expect(ListingQuery.duration("1m") == .seconds(60))
-        #expect(ListingQuery.duration("2") == .seconds(2))
-        #expect(ListingQuery.duration("soon") == nil && ListingQuery.duration("5h") == nil)
+        let any = Duration.zero...Duration.seconds(3600)
+        #expect(QueryValue.duration("250ms", in: any) == .milliseconds(250))
+        #expect(QueryValue.duration("1.5s", in: any) == .milliseconds(1500))
+        #expect(QueryValue.duration("1m", in: any) == .seconds(60))
+        #expect(QueryValue.duration("2", in: any) == .seconds(2))
+        #expect(QueryValue.duration("soon", in: any) == nil && QueryValue.duration("5h", in: any) == nil)
         let query = try ListingQuery(pairs: [("patient_id", "p"), ("wait", "5s"), ("min_count", "3")], allowed: ["patient_id"])
         #expect(query["patient_id"] == "p" && query.wait == .seconds(5) && query.minCount == 3)
         let plain = try ListingQuery(pairs: [], allowed: [])
@@ -20,6 +22,22 @@ import Testing
         #expect(throws: APIError.self) { try ListingQuery(pairs: [("wait", "61s")], allowed: []) }
         #expect(throws: APIError.self) { try ListingQuery(pairs: [("wait", "-1s")], allowed: []) }
         #expect(throws: APIError.self) { try ListingQuery(pairs: [("min_count", "0")], allowed: []) }
+    }
+
+    /// Issue 49: these values crashed the mock server ("Double value cannot be converted to Int64") and the devices
+    /// API (an overflow past `after`); each is a 400 `invalid_field` now, never a trap.
+    @Test func valuesOutsideTheirRangesAreRefusedNotTrapped() throws {
+        for wait in ["1e308", "99999999999999999999", "1e20ms", "-1e308m", "nan", "inf", String(repeating: "9", count: 5000)] {
+            #expect(throws: APIError.self, "\(wait)") { try ListingQuery(pairs: [("wait", wait)], allowed: []) }
+        }
+        for count in ["99999999999999999999", "-9223372036854775808", "1e3", "0x10"] {
+            #expect(throws: APIError.self, "\(count)") { try ListingQuery(pairs: [("min_count", count)], allowed: []) }
+        }
+        let query = try ListingQuery(pairs: [("after", "9223372036854775807")], allowed: ["after"])
+        #expect(throws: APIError.self) { try query.integer("after", in: 0...(1 << 53)) }
+        #expect(try ListingQuery(pairs: [("after", "12")], allowed: ["after"]).integer("after", in: 0...(1 << 53)) == 12)
+        #expect(QueryValue.duration("60s", in: .zero...Duration.seconds(60)) == .seconds(60))
+        #expect(QueryValue.duration("60.001s", in: .zero...Duration.seconds(60)) == nil)
     }
 
     /// A change wakes the wait (the recheck is longer than the wait here, so only a change can end it early); without one

@@ -50,10 +50,10 @@ package final class APNsAuth: Sendable {
               let key = keys.withLock({ $0[kid] }), jwt.signature.count == 64,
               let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jwt.signature),
               key.isValidSignature(signature, for: SHA256.hash(data: Array(jwt.signedPart.utf8))),
-              case .string? = jwt.claims["iss"], case .number(let iat)? = jwt.claims["iat"] else {
+              case .string? = jwt.claims["iss"], let iat = jwt.seconds("iat") else {
             return .refused("InvalidProviderToken")
         }
-        guard Int64(iat) > now - Self.tokenLifetime else { return .refused("ExpiredProviderToken") }
+        guard iat > now - Self.tokenLifetime else { return .refused("ExpiredProviderToken") }
         return .valid
     }
 }

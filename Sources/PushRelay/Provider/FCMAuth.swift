@@ -89,10 +89,10 @@ package final class FCMAuth: Sendable {
             throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
         }
         guard jwt.claims["iss"] == .string(email) else { throw GrantError(error: "invalid_grant", description: "Invalid issuer: \(email) expected") }
-        guard case .number(let iat)? = jwt.claims["iat"], case .number(let exp)? = jwt.claims["exp"] else {
-            throw GrantError(error: "invalid_grant", description: "Invalid JWT: iat and exp are required")
+        guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp") else {
+            throw GrantError(error: "invalid_grant", description: "Invalid JWT: iat and exp are required (as seconds since 1970)")
         }
-        guard Int64(iat) <= now + Self.clockSkew, Int64(exp) > now, exp - iat <= 3600 else {
+        guard iat <= now + Self.clockSkew, exp > now, exp - iat <= 3600 else {
             throw GrantError(error: "invalid_grant",
                              description: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
         }
@@ -122,48 +122,5 @@ package final class FCMAuth: Sendable {
         guard let token = JWT.bearer(authorization) else { return .invalid }
         guard let expires = state.withLock({ $0.tokens[token] }), expires > now else { return .invalid }
         return .valid
-    }
-}
-
-/// A compact JWS (`header.claims.signature`, base64url), read but not verified.
-struct JWT {
-    struct Failure: Error {
-        var reason: String
-    }
-
-    let header: [String: JSONValue]
-    let claims: [String: JSONValue]
-    let signature: [UInt8]
-    /// `header.claims` as sent: what the signature covers.
-    let signedPart: Substring
-
-    init(_ text: String) throws(Failure) {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw Failure(reason: "not three base64url parts") }
-        func object(_ part: Substring, _ name: String) throws(Failure) -> [String: JSONValue] {
-            guard let bytes = JWT.base64URL(part), case .object(let members)? = try? JSONParser.parse(bytes) else {
-                throw Failure(reason: "the \(name) is not a base64url JSON object")
-            }
-            return members
-        }
-        header = try object(parts[0], "header")
-        claims = try object(parts[1], "claim set")
-        guard let signature = JWT.base64URL(parts[2]), !signature.isEmpty else { throw Failure(reason: "the signature is not base64url") }
-        self.signature = signature
-        signedPart = text[text.startIndex..<parts[1].endIndex]
-    }
-
-    /// The token of an `Authorization: Bearer <token>` value (the scheme in any case), or nil for another scheme.
-    static func bearer(_ authorization: String) -> String? {
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        return parts[1].trimmingCharacters(in: .whitespaces)
-    }
-
-    /// Decodes base64url without padding (padding is accepted too).
-    static func base64URL(_ text: Substring) -> [UInt8]? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while standard.utf8.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map { Array($0) }
     }
 }

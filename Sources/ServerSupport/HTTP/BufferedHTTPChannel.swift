@@ -4,8 +4,11 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import NIOHTTP1
+import NIOHPACK
 import NIOHTTP2
 import NIOHTTPTypesHTTP1
+import NIOSSL
+import NIOTLS
 import Synchronization
 import SurveyWire
 import Foundation
@@ -35,6 +38,11 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     let intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)?
     let onEventLoop: Bool
     let h2c: Bool
+    let tls: NIOSSLContext?
+
+    /// The most streams one HTTP/2 connection may have open at once (its SETTINGS say so; more are refused by NIO):
+    /// with each stream's body capped at `bodyCap`, a connection buffers at most this many bodies.
+    package static var maxConcurrentStreams: Int { 100 }
 
     /// - Parameters:
     ///   - bodyCap: bytes of a request body kept; past it the rest is dropped (give one more than the routes' largest
@@ -44,10 +52,16 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///     on Swift's cooperative pool; for routes that never block for long.
     ///   - h2c: also serve HTTP/2 with prior knowledge: a connection whose first bytes are HTTP/2's preface is
     ///     served by NIO's HTTP/2 handler, each stream by the same request handler as an HTTP/1 connection.
+    ///   - tls: serve TLS first (APNs' transport): HTTP/2 when ALPN chose `h2`, HTTP/1.1 when it chose `http/1.1`,
+    ///     and without ALPN whatever the first bytes say (aioapns offers none; Apple takes HTTP/2 from it). Every
+    ///     protocol reaches the same request handler: one front door (canonical target, interceptors, guards in the
+    ///     router, deadlines, limits) whatever the listener.
     package init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, limits: ConnectionLimits,
-                intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false, h2c: Bool = false) {
+                intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false, h2c: Bool = false,
+                tls: NIOSSLContext? = nil) {
         self.onEventLoop = onEventLoop
         self.h2c = h2c
+        self.tls = tls
         self.responder = responder
         self.bodyCap = bodyCap
         self.serverName = serverName
@@ -60,17 +74,41 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// codec, then the handler that reads requests whole, answers them in order and writes the answers.
     package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            if h2c {
-                // The first bytes decide; until then the detector holds them (and closes a silent connection).
-                let setup = self
-                try channel.pipeline.syncOperations.addHandler(HTTP2PrefaceDetector(idleTimeout: limits.idleTimeout) { context, isHTTP2 in
-                    if isHTTP2 { try setup.configureHTTP2(channel, logger: logger) } else { try setup.configureHTTP1(channel, logger: logger) }
-                })
+            if let tls {
+                try configureTLS(channel, context: tls, logger: logger)
+            } else if h2c {
+                try addPrefaceDetector(channel, logger: logger)
             } else {
                 try configureHTTP1(channel, logger: logger)
             }
             return Value(channel: channel)
         }
+    }
+
+    /// The first bytes decide; until then the detector holds them (and closes a silent connection).
+    func addPrefaceDetector(_ channel: any Channel, logger: Logger) throws {
+        let setup = self
+        try channel.pipeline.syncOperations.addHandler(HTTP2PrefaceDetector(idleTimeout: limits.idleTimeout) { context, isHTTP2 in
+            if isHTTP2 { try setup.configureHTTP2(channel, logger: logger) } else { try setup.configureHTTP1(channel, logger: logger) }
+        })
+    }
+
+    /// TLS, then the protocol ALPN chose (or, without ALPN, the one the first bytes show).
+    func configureTLS(_ channel: any Channel, context: NIOSSLContext, logger: Logger) throws {
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(NIOSSLServerHandler(context: context))
+        try pipeline.addHandler(TLSHandshakeDeadline(timeout: limits.idleTimeout))
+        let setup = self
+        try pipeline.addHandler(ApplicationProtocolNegotiationHandler { result, channel in
+            channel.eventLoop.makeCompletedFuture {
+                switch result {
+                case .negotiated("h2"): try setup.configureHTTP2(channel, logger: logger)
+                case .negotiated("http/1.1"): try setup.configureHTTP1(channel, logger: logger)
+                case .fallback: try setup.addPrefaceDetector(channel, logger: logger)
+                case .negotiated: throw ChannelError.badInterfaceAddressFamily  // never offered: close
+                }
+            }
+        })
     }
 
     /// The HTTP/1 pipeline.
@@ -85,19 +123,29 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         try pipeline.addHandler(requestHandler(channel, connection: connection, logger: logger))
     }
 
-    /// The HTTP/2 pipeline (prior knowledge): NIO's HTTP/2 handler, and on each stream the HTTP/1 parts codec and the
-    /// request handler (one request per stream; the stream has no deadlines of its own: HTTP/2's own flow control and
-    /// the connection's idle close watch it).
+    /// The HTTP/2 pipeline: NIO's HTTP/2 handler, the connection's deadlines and graceful stop
+    /// (``HTTP2ConnectionHandler``), and on each stream its front (the request deadline, ``HTTP2StreamFrontHandler``),
+    /// the END_STREAM coalescer, the HTTP/1 parts codec and the request handler (one request per stream).
     func configureHTTP2(_ channel: any Channel, logger: Logger) throws {
         let setup = self
+        let manager = HTTP2ConnectionHandler(limits: limits, now: channel.eventLoop.now)
+        var connection = NIOHTTP2Handler.ConnectionConfiguration()
+        connection.initialSettings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: Self.maxConcurrentStreams),
+                                      HTTP2Setting(parameter: .maxHeaderListSize, value: HPACKDecoder.defaultMaxHeaderListSize)]
         _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-            mode: .server, connectionConfiguration: .init(), streamConfiguration: .init()) { stream in
+            mode: .server, connectionConfiguration: connection, streamConfiguration: .init(),
+            streamDelegate: manager.streamDelegate(eventLoop: channel.eventLoop)) { stream in
                 stream.eventLoop.makeCompletedFuture {
-                    let connection = HTTPConnection(limits: setup.limits, serverName: setup.serverName, now: stream.eventLoop.now)
-                    try stream.pipeline.syncOperations.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
-                    try stream.pipeline.syncOperations.addHandler(setup.requestHandler(stream, connection: connection, logger: logger))
+                    let connection = HTTPConnection(limits: setup.limits, serverName: setup.serverName, now: stream.eventLoop.now,
+                                                    wire: .http2Stream)
+                    let pipeline = stream.pipeline.syncOperations
+                    try pipeline.addHandler(HTTP2StreamFrontHandler(connection))
+                    try pipeline.addHandler(HTTP2EndStreamCoalescer())
+                    try pipeline.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                    try pipeline.addHandler(setup.requestHandler(stream, connection: connection, logger: logger))
                 }
             }
+        try channel.pipeline.syncOperations.addHandler(manager)
     }
 
     private func requestHandler(_ channel: any Channel, connection: HTTPConnection, logger: Logger) -> BufferedHTTPHandler<Responder> {
@@ -217,8 +265,9 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         switch unwrapInboundIn(data) {
         case .head(let head):
             reading = ReadRequest(head: head, body: context.channel.allocator.buffer(capacity: 0))
-            // curl and others wait up to a second for this before sending a large body.
-            let expects = head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
+            // curl and others wait up to a second for this before sending a large body. An HTTP/1.0 client's
+            // expectation is ignored (RFC 9110 §10.1.1): it may not be sent a 1xx.
+            let expects = head.version != .http1_0 && head.headers[canonicalForm: "expect"].contains { $0.lowercased() == "100-continue" }
             connection.handle { $0.requestHead(expectsContinue: expects) }
         case .body(var chunk):
             guard var request = reading else { return }
@@ -241,9 +290,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed {
-            let action = connection.event { $0.inputClosed() }
-            // An interim 100 may go to an HTTP/1.1 client only.
-            if action != .probe || answering?.version == .http1_1 { connection.perform(action) }
+            connection.handle { $0.inputClosed() }
         }
         context.fireUserInboundEventTriggered(event)
     }

@@ -1,11 +1,26 @@
 import HTTPTypes
 import NIOCore
+import NIOHPACK
+import NIOHTTP2
 import SurveyWire
 
 /// One connection's ``HTTPConnectionStateMachine`` and the I/O it asks for: the timer, raw writes past the HTTP
 /// encoder (refusals, `100 Continue`), reads held back and closing. Lives on the connection's event loop; the front
-/// handler (``HTTPConnectionHandler``) and the request handler behind the decoder both feed it events.
+/// handler (``HTTPConnectionHandler``, or ``HTTP2StreamFrontHandler`` on an HTTP/2 stream) and the request handler
+/// behind the decoder both feed it events.
+///
+/// An HTTP/2 stream is one of these too: one request, read whole within the request timeout, answered, then the
+/// stream ends; its raw writes are HTTP/2 frames instead of HTTP/1 bytes.
 final class HTTPConnection {
+    /// What the raw writes are made of.
+    enum Wire {
+        /// HTTP/1 bytes, written past the encoder.
+        case http1
+        /// HTTP/2 frames on one stream (a refusal ends the stream, not the connection).
+        case http2Stream
+    }
+
+    let wire: Wire
     /// Connections open in this process (a graceful stop waits for 0).
     static let open = ObservedValue(0)
 
@@ -20,9 +35,10 @@ final class HTTPConnection {
     /// The task making the current answer (cancelled if the connection closes before it is written).
     var answerTask: Task<Void, Never>?
 
-    init(limits: ConnectionLimits, serverName: String, now: NIODeadline) {
+    init(limits: ConnectionLimits, serverName: String, now: NIODeadline, wire: Wire = .http1) {
         machine = HTTPConnectionStateMachine(limits: limits, now: now)
         self.serverName = serverName
+        self.wire = wire
     }
 
     /// The current time on the connection's loop.
@@ -51,19 +67,41 @@ final class HTTPConnection {
             break
         case .read:
             front?.read()
-        case .sendContinue, .probe:
-            writeRaw("HTTP/1.1 100 Continue\r\n\r\n", thenClose: false)
+        case .sendContinue:
+            switch wire {
+            case .http1: writeRaw("HTTP/1.1 100 Continue\r\n\r\n", thenClose: false)
+            case .http2Stream: writeFrames([.headers(.init(headers: [":status": "100"]))], thenClose: false)
+            }
         case .refuse(let refusal):
             let body = (try? WireJSON.encodeString(ErrorBody(code: refusal.code, message: refusal.message))) ?? "{}"
-            let text = "HTTP/1.1 \(refusal.status.code) \(refusal.status.reasonPhrase)\r\nserver: \(serverName)\r\n"
-                + "content-type: application/json\r\ncontent-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body
-            writeRaw(text, thenClose: true)
+            switch wire {
+            case .http1:
+                let text = "HTTP/1.1 \(refusal.status.code) \(refusal.status.reasonPhrase)\r\nserver: \(serverName)\r\n"
+                    + "content-type: application/json\r\ncontent-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body
+                writeRaw(text, thenClose: true)
+            case .http2Stream:
+                let headers: HPACKHeaders = [":status": String(refusal.status.code), "server": serverName,
+                                             "content-type": "application/json", "content-length": String(body.utf8.count)]
+                let bytes = front.map { $0.channel.allocator.buffer(string: body) } ?? ByteBuffer(string: body)
+                writeFrames([.headers(.init(headers: headers)), .data(.init(data: .byteBuffer(bytes), endStream: true))], thenClose: true)
+            }
         case .close:
             front?.close(promise: nil)
         case .cancelAnswer:
             answerTask?.cancel()
             answerTask = nil
         }
+    }
+
+    /// HTTP/2 frames on the stream, from its front (past the HTTP/1 codec); closing afterwards resets what is left of
+    /// the stream, never the connection.
+    private func writeFrames(_ frames: [HTTP2Frame.FramePayload], thenClose: Bool) {
+        guard let context = front else { return }
+        for frame in frames.dropLast() { context.write(NIOAny(frame), promise: nil) }
+        guard let last = frames.last else { return }
+        let written = context.writeAndFlush(NIOAny(last))
+        let channel = context.channel
+        if thenClose { written.whenComplete { _ in channel.close(promise: nil) } }
     }
 
     private func writeRaw(_ text: String, thenClose: Bool) {
@@ -75,14 +113,14 @@ final class HTTPConnection {
 
     // MARK: Lifecycle (from the front handler)
 
-    fileprivate func started(_ context: ChannelHandlerContext) {
+    func started(_ context: ChannelHandlerContext) {
         guard front == nil else { return }
         front = context
         Self.open.update { $0 += 1 }
         syncTimer()
     }
 
-    fileprivate func closed() {
+    func closed() {
         if front != nil { Self.open.update { $0 -= 1 } }
         perform(event { $0.closed() })
         timer?.cancel()

@@ -28,12 +28,9 @@ package struct HTTPConnectionStateMachine {
         case dispatch
         /// Pass on the read that was held back while the client took no output.
         case read
-        /// Write `100 Continue` (the client waits for it before sending its body).
+        /// Write `100 Continue` (the client asked for it, `Expect: 100-continue`, and waits for it before sending its
+        /// body). Never sent unasked (PROTOCOL.md §9).
         case sendContinue
-        /// The client's side ended while an answer is being made: write an interim `100 Continue`, which a client
-        /// that has gone answers with a reset (closing the connection and cancelling the work), and a client that only
-        /// half-closed ignores.
-        case probe
         /// Write this refusal straight to the socket (no answer is under way), then close.
         case refuse(Refusal)
         /// Close the connection.
@@ -84,8 +81,6 @@ package struct HTTPConnectionStateMachine {
     private var closeAfterAnswer = false
     /// The client's side has ended: answer what was read whole, then close.
     private var inputEnded = false
-    /// Whether the probe was sent for the answer being made.
-    private var probed = false
     /// The decoder refused a request after others read whole: answer those, then close.
     private var refusedAfter = false
     /// The server is stopping: no more requests are taken.
@@ -174,7 +169,10 @@ package struct HTTPConnectionStateMachine {
         return .refuse(refusal)
     }
 
-    /// The client's side of the connection ended (after the decoder read what came before).
+    /// The client's side of the connection ended (after the decoder read what came before). A client that only
+    /// half-closed and one that has gone look the same here, and nothing may be written to tell them apart (no
+    /// unasked `100 Continue`): what was read whole is answered, then the connection closes. A client that has gone
+    /// answers that write with a reset.
     package mutating func inputClosed() -> Action {
         switch phase {
         case .closed: return .none
@@ -184,9 +182,7 @@ package struct HTTPConnectionStateMachine {
         inputEnded = true
         // Nothing read whole is waiting: no answer is owed, and no request can complete now.
         guard readWhole > 0 else { return close() }
-        guard !probed else { return .none }
-        probed = true
-        return .probe
+        return .none
     }
 
     // MARK: Answering
@@ -212,7 +208,6 @@ package struct HTTPConnectionStateMachine {
         guard phase != .closed else { return .none }
         guard answering || phase == .streaming else { return .none }
         answering = false
-        probed = false
         unanswered = max(0, unanswered - 1)
         readWhole = max(0, readWhole - 1)
         if closeAfterAnswer { return close() }

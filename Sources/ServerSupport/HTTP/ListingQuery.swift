@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SurveyWire
 
 /// The query of a listing (push log, submissions, occurrences, telemetry, journals, the relay's trace): its own
 /// parameters, and `wait=DURATION` with `min_count=N` (PROTOCOL.md §8: the answer comes once N items match, or when
@@ -35,35 +36,30 @@ package struct ListingQuery: Sendable {
         }
         self.values = values
         if let text = values["wait"] {
-            guard let duration = Self.duration(text), duration >= .zero, duration <= Self.maxWait else {
+            guard let duration = QueryValue.duration(text, in: .zero...Self.maxWait) else {
                 throw APIError(.badRequest, code: "invalid_field", "wait must be a duration such as 500ms, 5s or 1m, at most 60s", field: "wait")
             }
             wait = duration
         } else {
             wait = nil
         }
-        if let text = values["min_count"] {
-            guard let count = Int(text), (1...100_000).contains(count) else {
-                throw APIError(.badRequest, code: "invalid_field", "min_count must be an integer 1-100000", field: "min_count")
-            }
-            minCount = count
-        } else {
-            minCount = 1
-        }
+        minCount = try Self.integer(values["min_count"], "min_count", in: 1...100_000) ?? 1
     }
 
-    /// A parameter's value.
+    /// A parameter's value, as text (for names, ids and filters; numbers go through ``integer(_:in:)``).
     package subscript(_ name: String) -> String? { values[name] }
 
-    /// `250ms`, `5s`, `1.5s`, `1m`, or a bare number of seconds.
-    package static func duration(_ text: String) -> Duration? {
-        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            guard let number = Double(text.dropLast(suffix.count)), number.isFinite else { return nil }
-            return .milliseconds(Int64((number * scale * 1000).rounded()))
+    /// A parameter's value as an integer in `range` (nil when absent); anything else is 400 `invalid_field`.
+    package func integer(_ name: String, in range: ClosedRange<Int>) throws(APIError) -> Int? {
+        try Self.integer(values[name], name, in: range)
+    }
+
+    static func integer(_ text: String?, _ name: String, in range: ClosedRange<Int>) throws(APIError) -> Int? {
+        guard let text else { return nil }
+        guard let value = QueryValue.integer(text, in: range) else {
+            throw APIError(.badRequest, code: "invalid_field", "\(name) must be an integer \(range.lowerBound)-\(range.upperBound)", field: name)
         }
-        guard let seconds = Double(text), seconds.isFinite else { return nil }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
+        return value
     }
 
     /// The listing once it has ``minCount`` items, or when ``wait`` ends (at once without one). `fetch` runs again

@@ -66,21 +66,10 @@ package enum ReferenceRoutes {
         }
         router.get("\(prefix)/requests") { request, _ -> Response in
             let query = try ListingQuery(request, allowed: ["limit", "path", "status", "participant", "token", "study", "since"])
-            var limit = 100
-            if let text = query["limit"] {
-                guard let value = Int(text), (1...RequestJournal.maxLimit).contains(value) else {
-                    throw APIError(.badRequest, code: "invalid_field", "limit must be an integer 1-\(RequestJournal.maxLimit)", field: "limit")
-                }
-                limit = value
-            }
+            let limit = try query.integer("limit", in: 1...RequestJournal.maxLimit) ?? 100
             var filter = RequestJournal.Filter(pathPrefix: query["path"], participant: query["participant"], token: query["token"],
                                                study: query["study"])
-            if let text = query["status"] {
-                guard let value = Int(text), (100...599).contains(value) else {
-                    throw APIError(.badRequest, code: "invalid_field", "status must be an HTTP status 100-599", field: "status")
-                }
-                filter.status = value
-            }
+            filter.status = try query.integer("status", in: 100...599)
             if let text = query["since"] {
                 guard let since = WireTime.parse(text) else {
                     throw APIError(.badRequest, code: "invalid_field", "since must be an RFC 3339 time", field: "since")

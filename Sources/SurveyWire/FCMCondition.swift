@@ -1,21 +1,26 @@
 /// An FCM topic condition (`'a' in topics && ('b' in topics || !('c' in topics))`): parsed once, then evaluated
 /// against each device's subscriptions. FCM allows at most five topics in one condition, `&&`, `||`, `!` and
-/// parentheses; `&&` binds tighter than `||`.
-indirect enum TopicCondition: Equatable, Sendable {
+/// parentheses; `&&` binds tighter than `||`. Parsing is bounded: at most ``maxDepth`` nested `!` and parentheses
+/// together (a condition of 50,000 `!` overflowed the relay's stack, issue 49), and at most ``maxTopics`` topics.
+public indirect enum TopicCondition: Equatable, Sendable {
     case topic(String)
     case not(TopicCondition)
     case and(TopicCondition, TopicCondition)
     case or(TopicCondition, TopicCondition)
 
     /// FCM's limit on the topics one condition names.
-    static let maxTopics = 5
+    public static let maxTopics = 5
+    /// The deepest nesting of `!` and parentheses taken (five topics need far less).
+    public static let maxDepth = 16
 
-    struct Invalid: Error, Equatable {
-        var reason: String
+    /// Why a condition was refused.
+    public struct Invalid: Error, Equatable {
+        /// What is wrong, for the error message.
+        public var reason: String
     }
 
     /// Parses `text`; throws when it is not a condition FCM takes.
-    init(_ text: String) throws(Invalid) {
+    public init(_ text: String) throws(Invalid) {
         var parser = Parser(bytes: Array(text.utf8))
         let condition = try parser.or()
         parser.skipSpaces()
@@ -25,7 +30,7 @@ indirect enum TopicCondition: Equatable, Sendable {
     }
 
     /// Whether a device subscribed to `topics` matches.
-    func matches(_ topics: Set<String>) -> Bool {
+    public func matches(_ topics: Set<String>) -> Bool {
         switch self {
         case .topic(let name): topics.contains(name)
         case .not(let inner): !inner.matches(topics)
@@ -65,16 +70,25 @@ indirect enum TopicCondition: Equatable, Sendable {
         }
 
         mutating func unary() throws(Invalid) -> TopicCondition {
-            if take("!") { return .not(try unary()) }
+            if take("!") {
+                try enter()
+                defer { depth -= 1 }
+                return .not(try unary())
+            }
             if take("(") {
-                depth += 1
-                guard depth <= 16 else { throw Invalid(reason: "too deeply nested") }
+                try enter()
                 let inner = try or()
                 guard take(")") else { throw Invalid(reason: "a ( is not closed") }
                 depth -= 1
                 return inner
             }
             return try topic()
+        }
+
+        /// One level deeper: `!` and `(` both recurse, so both count.
+        mutating func enter() throws(Invalid) {
+            depth += 1
+            guard depth <= TopicCondition.maxDepth else { throw Invalid(reason: "too deeply nested") }
         }
 
         /// `'name' in topics` (single or double quotes).
@@ -99,14 +113,15 @@ indirect enum TopicCondition: Equatable, Sendable {
 }
 
 /// FCM topic names.
-enum FCMTopic {
+public enum FCMTopic {
     /// The name of `topic` without FCM's optional `/topics/` prefix, when it is a valid name (`[a-zA-Z0-9-_.~%]+`).
-    static func name(_ topic: String) -> String? {
+    public static func name(_ topic: String) -> String? {
         let name = topic.hasPrefix("/topics/") ? String(topic.dropFirst("/topics/".count)) : topic
         return isValidName(name) ? name : nil
     }
 
-    static func isValidName(_ name: String) -> Bool {
+    /// Whether `name` is a topic name FCM takes (1-900 bytes of `[a-zA-Z0-9-_.~%]`).
+    public static func isValidName(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.count <= 900 && name.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
