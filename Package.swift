@@ -278,7 +278,9 @@ let package = Package(
         .testTarget(name: "ServerSupportTests",
                     dependencies: ["ServerSupport", .product(name: "Hummingbird", package: "hummingbird"),
                                    .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
-                                   .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
+                                   .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                                   .product(name: "NIOHTTP2", package: "swift-nio-http2"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                                   "SurveyWire"],
                     path: "Tests/ServerSupportTests"),
         .testTarget(name: "ClientSDKTests", dependencies: ["ClientSDK", "SurveyWire", "SurveyCrypto", "Transport"], path: "Tests/ClientSDKTests",
                     // Directories written by an earlier SDK, opened by `OnDiskFormatTests` (read through #filePath).
