@@ -211,7 +211,7 @@ let package = Package(
         .executableTarget(
             name: "survey-cli",
             dependencies: [
-                "ClientSDK", "TrioTesting", "TrioLoad", "SurveyWire", "Scheduling", "Messaging", "DeviceHost",
+                "ClientSDK", "TrioTesting", "TrioLoad", "SurveyWire", "Scheduling", "Messaging", "DeviceHost", "ServerSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -28,6 +28,88 @@ extension Integration {
         return (response.status, response.body.isEmpty ? .null : try response.decode(JSONValue.self))
     }
 
+    /// Issue 49: the devices API was the one listener without the servers' guards (a foreign page could create a
+    /// device with a `text/plain` POST, a foreign `Host` read the list), a descriptor limit let it crash past about
+    /// 330 devices, a stop during a start left the device running, and a wait outlived its device.
+    @Test func theDevicesAPIKeepsTheServersPromises() async throws {
+        try await Trio.with { trio in
+            let study = try await trio.admin.createStudy(.init(name: "fleet", timezone: "America/Chicago", scheduling: "server",
+                                                               clock: .init(frozenAt: mondayBeforeNineChicago)))
+            _ = try await trio.admin.createSurvey(study: study.studyID, moodSurvey)
+            let people = try await trio.admin.createParticipants(study: study.studyID, .init(count: 13))
+            // A descriptor limit of 290: (290 - 256 kept for the rest) / 3 per device = 11 devices.
+            let directory = temporaryDirectory("devices")
+            let devices = try await ServerProcess.launch(
+                executable: URL(fileURLWithPath: "/usr/bin/prlimit"),
+                arguments: ["--nofile=290:290", try Executables.locate("survey-cli").path, "devices", "serve", "--server", trio.server.url,
+                            "--relay", trio.relay.url, "--data-dir", directory.path, "--parent-pid", String(getpid())],
+                logFile: directory.appendingPathComponent("serve.log"))
+            let base = devices.url + "/__devices"
+            func create(_ who: AdminWire.Credentials, headers: [(String, String)] = [("Content-Type", "application/json")]) async throws -> TransportResponse {
+                let body = try WireJSON.encode(JSONValue.object(["patient_id": .string(who.patientID), "password": .string(who.password),
+                                                                 "timezone": "America/Chicago", "telemetry_url": "http://attacker.example"]))
+                return try await trio.http.send(TransportRequest(method: "POST", url: base, headers: headers, body: Array(body)))
+            }
+            // The guard: a page's simple request, a foreign Origin, a foreign Host (DNS rebinding).
+            let simple = try await create(people[0], headers: [("Content-Type", "text/plain"), ("Origin", "http://attacker.example")])
+            #expect(simple.status == 403 && errorCode(simple) == "foreign_origin", "\(simple.status)")
+            let untyped = try await create(people[0], headers: [("Content-Type", "text/plain")])
+            #expect(untyped.status == 415 && errorCode(untyped) == "unsupported_media_type")
+            let rebound = try await trio.http.send(TransportRequest(url: base, headers: [("Host", "attacker.example")]))
+            #expect(rebound.status == 403 && errorCode(rebound) == "foreign_host")
+            let (_, none) = try await Self.call(trio, "GET", base)
+            #expect(none.arrayValue?.isEmpty == true, "a refused create made a device")
+
+            // The capacity the descriptor limit allows, refused past it with a stable code; the process stays up.
+            var ids: [String] = []
+            for who in people.prefix(11) {
+                let made = try await create(who)
+                #expect(made.status == 201, "\(String(decoding: made.body, as: UTF8.self))")
+                ids += [try made.decode(JSONValue.self)["device_id"]?.stringValue].compactMap { $0 }
+            }
+            let past = try await create(people[11])
+            #expect(past.status == 409 && errorCode(past) == "too_many_devices", "\(String(decoding: past.body, as: UTF8.self))")
+            // A push to every device at the limit: each gets it, nothing dies.
+            _ = try await trio.admin.advanceClock(study: study.studyID, seconds: 120)
+            for id in ids {
+                let (_, page) = try await Self.call(trio, "GET", base + "/\(id)/events?after=0&until=survey_available&wait=20s")
+                #expect(page["events"]?.arrayValue?.last?["event"] == "survey_available", "\(id)")
+            }
+            #expect(devices.isRunning)
+
+            // Start and stop at once, in either order of arrival: each is answered in turn (a stop during a start waits
+            // for it and then stops the device), never 409 `storage_locked`, and the device ends in a state a last stop
+            // can always end.
+            for round in 0..<6 {
+                let id = ids[round]
+                let (stopped, _) = try await Self.call(trio, "POST", base + "/\(id)/stop")
+                #expect(stopped == 200)
+                async let started = Self.call(trio, "POST", base + "/\(id)/start")
+                try await Task.sleep(for: .milliseconds(round * 3))
+                async let stopping = Self.call(trio, "POST", base + "/\(id)/stop")
+                let (startStatus, _) = try await started
+                let (stopStatus, stopView) = try await stopping
+                #expect(startStatus == 200 && stopStatus == 200, "round \(round): start \(startStatus), stop \(stopStatus) \(stopView)")
+                let (viewed, view) = try await Self.call(trio, "GET", base + "/\(id)")
+                #expect(viewed == 200 && (view["state"] == "stopped" || view["state"] == "running"), "round \(round): \(view)")
+                let (_, last) = try await Self.call(trio, "POST", base + "/\(id)/stop")
+                #expect(last["state"] == "stopped", "round \(round): \(last)")
+            }
+
+            // A wait on a device's events ends when the device is deleted, not at its own end.
+            let id = ids[10]
+            let waitStarted = ContinuousClock.now
+            async let waited = Self.call(trio, "GET", base + "/\(id)/events?after=1000&until=submitted&wait=30s")
+            try await Task.sleep(for: .milliseconds(300))
+            let (deleted, _) = try await Self.call(trio, "DELETE", base + "/\(id)")
+            #expect(deleted == 204)
+            let (waitStatus, _) = try await waited
+            #expect(waitStatus == 200)
+            #expect(ContinuousClock.now - waitStarted < .seconds(10), "the wait outlived its device")
+            _ = await devices.stop()
+        }
+    }
+
     @Test func aSuiteDrivesDevicesOverHTTP() async throws {
         try await Trio.with { trio in
             let setup = try await StudySetup.make(trio)

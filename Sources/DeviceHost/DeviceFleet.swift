@@ -8,8 +8,12 @@ import Transport
 /// under `dataDirectory` and each an SDK client: the state a test in any language reads and drives over HTTP
 /// (``DeviceRoutes``) instead of a process and its stdout per device.
 public actor DeviceFleet {
-    /// Devices kept at most.
+    /// Devices kept at most, whatever the descriptor limit.
     public static let maxDevices = 10_000
+
+    /// Devices this fleet keeps at most: ``maxDevices``, or fewer when the process's descriptor limit allows fewer
+    /// (``DescriptorBudget``). A create past it is refused (409 `too_many_devices`), never a failure later.
+    public let capacity: Int
 
     /// A refusal: the API's status and stable code.
     public struct Failure: Error, Sendable {
@@ -33,7 +37,11 @@ public actor DeviceFleet {
     ///   - serverURL: the study server every device registers with.
     ///   - relayURL: the push relay (nil: devices schedule surveys themselves and poll `/download_surveys`).
     ///   - dataDirectory: where each device's directory is made (`<device_id>/`).
-    public init(serverURL: String, relayURL: String?, dataDirectory: URL, logger: Logger = Logger(label: "survey-devices")) {
+    ///   - capacity: devices kept at most (default ``maxDevices``; `survey-cli devices serve` gives what its descriptor
+    ///     limit allows).
+    public init(serverURL: String, relayURL: String?, dataDirectory: URL, logger: Logger = Logger(label: "survey-devices"),
+                capacity: Int = DeviceFleet.maxDevices) {
+        self.capacity = min(max(0, capacity), Self.maxDevices)
         self.serverURL = serverURL
         self.relayURL = relayURL
         self.dataDirectory = dataDirectory
@@ -44,8 +52,9 @@ public actor DeviceFleet {
     /// Registers a new device and starts it listening; returns its view.
     public func create(_ request: DeviceWire.Create) async throws(Failure) -> JSONValue {
         try Self.validate(request)
-        guard devices.count < Self.maxDevices else {
-            throw Failure(status: 409, code: "too_many_devices", message: "this process holds \(Self.maxDevices) devices at most; delete some")
+        guard devices.count < capacity else {
+            let why = capacity < Self.maxDevices ? " (its descriptor limit allows \(capacity): \(DescriptorBudget.perDevice) a device)" : ""
+            throw Failure(status: 409, code: "too_many_devices", message: "this process holds \(capacity) devices at most\(why); delete some")
         }
         let id = Self.newID()
         let directory = dataDirectory.appendingPathComponent(id)
@@ -91,7 +100,8 @@ public actor DeviceFleet {
         let device = try device(id)
         devices[id] = nil
         order.removeAll { $0 == id }
-        await device.stop()
+        // Its waits end now; a start under way finishes first, then the device stops (DeviceLifecycle).
+        await device.delete()
         try? FileManager.default.removeItem(at: dataDirectory.appendingPathComponent(id))
     }
 

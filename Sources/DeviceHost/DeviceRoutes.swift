@@ -20,11 +20,13 @@ package struct DeviceRoutes: Sendable {
         self.fleet = fleet
     }
 
-    /// The router with every route (errors as the servers' JSON bodies).
-    package func makeRouter(logger: Logger) -> Router<BasicRequestContext> {
+    /// The router with every route (errors as the servers' JSON bodies), behind `guard` (the servers' control-plane
+    /// guard on `/__devices`; nil only for a router no listener serves).
+    package func makeRouter(logger: Logger, guard controlGuard: ControlPlaneGuard<BasicRequestContext>?) -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         let routes = RouteTableBox()
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: logger))
+        if let controlGuard { router.add(middleware: controlGuard) }
         let fleet = self.fleet
         router.get("/__devices/openapi.json") { _, _ -> Response in
             var headers = HTTPFields()

@@ -2,6 +2,7 @@ import ArgumentParser
 import DeviceHost
 import Foundation
 import Logging
+import ServerSupport
 
 /// `survey-cli devices ...`: many simulated devices in one process, driven over HTTP.
 struct Devices: AsyncParsableCommand {
@@ -22,7 +23,10 @@ struct DevicesServe: AsyncParsableCommand {
     @Option(help: "Study server URL every device registers with.") var server: String
     @Option(help: "Push relay URL (optional: without it devices schedule surveys themselves and poll /download_surveys).")
     var relay: String?
+    @Option(help: "Address to bind (anything but loopback needs --token).") var host = "127.0.0.1"
     @Option(help: "Port (0: any free port).") var port = 0
+    @Option(help: "Bearer token every /__devices request must carry (Authorization: Bearer T); required off loopback.")
+    var token: String?
     @Option(help: "Directory holding one directory per device.") var dataDir = "./.survey-devices"
     @Option(help: "Stop when the process with this pid is gone (e.g. the test runner's).") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "warning"
@@ -33,6 +37,9 @@ struct DevicesServe: AsyncParsableCommand {
             throw ValidationError("--server and --relay must start with http:// or https://")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
+        if !HostName.isLoopbackBind(host) && (token ?? "").isEmpty {
+            throw ValidationError("--host \(host) is not loopback: the devices API would be open to the network; give --token")
+        }
     }
 
     func run() async throws {
@@ -41,8 +48,10 @@ struct DevicesServe: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .warning
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         func trimmed(_ url: String) -> String { url.hasSuffix("/") ? String(url.dropLast()) : url }
+        // Each running device holds descriptors: the fleet keeps no more devices than the limit allows.
+        let capacity = DescriptorBudget.devices(descriptors: DescriptorBudget.raiseSoftLimit())
         let fleet = DeviceFleet(serverURL: trimmed(server), relayURL: relay.map(trimmed), dataDirectory: URL(fileURLWithPath: dataDir),
-                                logger: logger)
-        try await DeviceServer(fleet: fleet, logger: logger).run(port: port, parentPID: parentPid)
+                                logger: logger, capacity: capacity)
+        try await DeviceServer(fleet: fleet, logger: logger).run(host: host, port: port, parentPID: parentPid, token: token)
     }
 }

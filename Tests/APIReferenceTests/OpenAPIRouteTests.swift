@@ -40,7 +40,7 @@ import Testing
 
     @Test func theDevicesDocumentListsEveryRouteAndNoOther() throws {
         let fleet = DeviceFleet(serverURL: "http://127.0.0.1:1", relayURL: nil, dataDirectory: URL(fileURLWithPath: "/tmp"))
-        let served = Self.served(RouteTable(DeviceRoutes(fleet: fleet).makeRouter(logger: Logger(label: "test"))))
+        let served = Self.served(RouteTable(DeviceRoutes(fleet: fleet).makeRouter(logger: Logger(label: "test"), guard: nil)))
         let documented = try Self.operations("survey-devices.json")
         #expect(served.subtracting(documented).sorted() == [], "served but not documented")
         #expect(documented.subtracting(served).sorted() == [], "documented but not served")

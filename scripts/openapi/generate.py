@@ -763,7 +763,8 @@ def devices_document():
                                                     params=[device], tags=tag)},
         "/__devices/{device_id}/events": {"get": op(
             "The device's events after a seq, waiting for one (or for one named `until`)", {**ok(ref("DeviceEvents")), **errors()},
-            params=[device, query("after", {"type": "integer", "minimum": 0}, "events after this seq (default 0: from the first kept)"),
+            params=[device, query("after", {"type": "integer", "minimum": 0, "maximum": 9007199254740992},
+                          "events after this seq (default 0: from the first kept)"),
                     query("until", {"enum": ["registered", "push_received", "duplicate_ignored", "stream_reconnecting", "survey_available",
                                              "survey_withdrawn", "submitted", "telemetry_sent", "error"]},
                           "answer once this event came (the events up to it), or when the wait is over"),
