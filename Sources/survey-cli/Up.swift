@@ -17,10 +17,13 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Port for push-relay (0: any free port; the first relay's when there are several).") var relayPort = 0
     @Option(help: "Relays to start, with node ids 0..K-1; the mock server sends each push to the relay that issued its token. The READY line lists them all in push_relays.")
     var relays = 1
+    @Option(help: "Bearer token for /__admin, /__control, /__devices and /metrics on every process (default: none; loopback only).")
+    var token: String?
 
     func validate() throws {
         guard (0...65535).contains(serverPort), (0...65535).contains(relayPort) else { throw ValidationError("ports must be 0-65535") }
         guard (1...64).contains(relays) else { throw ValidationError("--relays must be 1-64") }
+        if let token, token.isEmpty || token.contains(where: \.isWhitespace) { throw ValidationError("--token must be non-empty, without spaces") }
     }
 
     func run() async throws {
@@ -31,6 +34,10 @@ struct Up: AsyncParsableCommand {
         options.serverPort = serverPort
         options.relayPort = relayPort
         options.relayCount = relays
+        if let token {
+            options.serverArguments += ["--admin-token", token]
+            options.relayArguments += ["--control-token", token]
+        }
         let trio = try await Trio.start(options)
         // The devices API (`survey-cli devices serve`), a child like the servers, tied to this process.
         let devices: ServerProcess
@@ -38,7 +45,8 @@ struct Up: AsyncParsableCommand {
             devices = try await ServerProcess.launch(
                 executable: URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]),
                 arguments: ["devices", "serve", "--server", trio.server.url, "--relay", trio.relay.url, "--port", "0",
-                            "--data-dir", dir.appendingPathComponent("devices").path, "--parent-pid", String(getpid())],
+                            "--data-dir", dir.appendingPathComponent("devices").path, "--parent-pid", String(getpid())]
+                    + (token.map { ["--token", $0] } ?? []),
                 logFile: dir.appendingPathComponent("survey-devices.log"))
         } catch {
             await trio.stop()
@@ -46,7 +54,8 @@ struct Up: AsyncParsableCommand {
         }
         let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
                              mockServer: trio.server.url, pushRelay: trio.relay.url,
-                             pushRelays: relays > 1 ? trio.relays.map(\.url) : nil, devices: devices.url).line()
+                             pushRelays: relays > 1 ? trio.relays.map(\.url) : nil, tlsURL: trio.relay.ready.tlsURL,
+                             devices: devices.url).line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
         let reason = await signals.wait(upTo: nil, parentPID: parentPid,
                                         running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) && devices.isRunning })

@@ -93,3 +93,34 @@ def test_open_tls_connections_do_not_hold_a_stop(relay):
     status = relay.process.wait(timeout=5)
     assert status == 0 and time.time() - started < 1.0, (status, time.time() - started)
     silent.close()
+
+
+def test_one_aioapns_client_sends_concurrently_each_once(strict_relay, tmp_path):
+    """Issue 49: one aioapns client, 20 concurrent sends on its one connection to 20 live iOS tokens. The relay ended
+    every HTTP/2 answer with an extra empty DATA frame, which aioapns parsed as JSON and dropped the connection on:
+    4 of 20 succeeded, the devices got 1-3 copies each. Now: 20 successes, one delivery each, one POST each."""
+    key = apns_key(strict_relay, "KEYCONC123")
+    devices = [Device(strict_relay, "ios") for _ in range(20)]
+    tls = urlparse(strict_relay.tls_url)
+    APNsProductionClientProtocol.APNS_SERVER = tls.hostname
+    APNsTLSClientProtocol.APNS_PORT = tls.port
+    context = ssl.create_default_context(cafile=strict_relay.ca_file(tmp_path))
+    assert strict_relay.call("DELETE", "/__control/requests")[0] in (200, 204)
+
+    async def run():
+        client = APNs(key=key, key_id="KEYCONC123", team_id="TEAMID1234", topic="org.example.app", ssl_context=context,
+                      max_connections=1, max_connection_attempts=1)
+        requests = [NotificationRequest(device_token=d.token, message={"aps": {"alert": f"n{i}"}}, push_type=PushType.ALERT)
+                    for i, d in enumerate(devices)]
+        return await asyncio.gather(*(client.send_notification(r) for r in requests))
+
+    results = asyncio.run(run())
+    assert [r.is_successful for r in results] == [True] * 20, [(r.status, r.description) for r in results]
+    for i, device in enumerate(devices):
+        assert device.next_push()["payload"] == {"aps": {"alert": f"n{i}"}}
+        assert strict_relay.delivered(device.token) == 1, f"device {i} got {strict_relay.delivered(device.token)} copies"
+    status, journal = strict_relay.call("GET", "/__control/requests?path=/3/device/&limit=1000")
+    posts = [entry for entry in journal["requests"] if entry["method"] == "POST"]
+    assert status == 200 and len(posts) == 20, f"{len(posts)} POSTs for 20 sends"
+    for device in devices:
+        device.close()

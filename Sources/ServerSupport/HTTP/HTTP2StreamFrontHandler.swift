@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHPACK
 import NIOHTTP2
 
 /// At the front of an HTTP/2 stream's pipeline (next to the multiplexer): what ``HTTPConnectionHandler`` is to an
@@ -22,6 +23,38 @@ final class HTTP2StreamFrontHandler: ChannelDuplexHandler, RemovableChannelHandl
     func channelActive(context: ChannelHandlerContext) {
         connection.started(context)
         context.fireChannelActive()
+    }
+
+    /// A request's HEADERS without `:authority` (HTTP/2 allows it; aioapns sends none) gets the address the client
+    /// connected to: NIO's HTTP/1 codec behind this handler refuses a request without one, and the request's `Host` is
+    /// then what the connection itself says. A browser always sends `:authority`, so the control plane's `Host` check
+    /// (DNS rebinding) is not weakened.
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .headers(var headers) = unwrapInboundIn(data), headers.headers.first(name: ":method") != nil,
+              headers.headers.first(name: ":authority") == nil else {
+            context.fireChannelRead(data)
+            return
+        }
+        let address = context.channel.parent?.localAddress ?? context.channel.localAddress
+        let host = address.map { address in
+            let ip = address.ipAddress ?? "127.0.0.1"
+            let port = address.port.map { ":\($0)" } ?? ""
+            return (ip.contains(":") ? "[\(ip)]" : ip) + port
+        } ?? "127.0.0.1"
+        var fields = HPACKHeaders()
+        fields.reserveCapacity(headers.headers.count + 1)
+        var added = false
+        for field in headers.headers {
+            // Pseudo-headers come first: `:authority` goes among them.
+            if !added && !field.name.hasPrefix(":") {
+                fields.add(name: ":authority", value: host)
+                added = true
+            }
+            fields.add(name: field.name, value: field.value, indexing: field.indexable)
+        }
+        if !added { fields.add(name: ":authority", value: host) }
+        headers.headers = fields
+        context.fireChannelRead(wrapInboundOut(.headers(headers)))
     }
 
     func read(context: ChannelHandlerContext) {
