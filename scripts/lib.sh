@@ -44,13 +44,19 @@ ensure_python_tools() {
     cp "$want" "$VENV/tools.txt"
 }
 
+# Debian packages only some scripts need (Chromium for the load report, nghttp2's h2load and prlimit for the front-door
+# suite), installed when missing.
+ensure_extra_packages() {
+    local saved=("${APT_PACKAGES[@]}")
+    APT_PACKAGES=("$@")
+    ensure_packages
+    APT_PACKAGES=("${saved[@]}")
+}
+
 # Headless Chromium (Debian's package), to render the HTML load report the way a browser shows it.
 ensure_chromium() {
     command -v chromium >/dev/null 2>&1 && return 0
-    local saved=("${APT_PACKAGES[@]}")
-    APT_PACKAGES=(chromium)
-    ensure_packages
-    APT_PACKAGES=("${saved[@]}")
+    ensure_extra_packages chromium
 }
 
 build() {

@@ -1,0 +1,72 @@
+"""Every listener of every process, read from the READY lines (scripts/apitest runs this suite).
+
+`fleet` starts each process the project ships, each with a control-plane token: mock-server, push-relay, `survey-cli
+devices serve`, and `survey-cli up` (which starts its own three). Its `listeners` are every http:// and https:// URL
+found anywhere in those READY lines: a listener added later, or a process that names one more URL, is covered without
+a change here.
+"""
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+BIN = Path(os.environ.get("TRIO_BIN_DIR", Path(__file__).resolve().parents[2] / ".build" / "debug"))
+TOKEN = "front-door-token"
+
+
+def launch(arguments):
+    process = subprocess.Popen([str(BIN / arguments[0]), *arguments[1:], "--parent-pid", str(os.getpid())],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    line = process.stdout.readline().decode()
+    assert line.startswith("READY "), f"{arguments[0]} did not start: {line!r}"
+    return process, json.loads(line.split(" ", 1)[1])
+
+
+def urls(value):
+    """Every http(s) URL in a READY line's values, however nested."""
+    if isinstance(value, str):
+        return [value] if value.startswith(("http://", "https://")) else []
+    if isinstance(value, list):
+        return [url for item in value for url in urls(item)]
+    if isinstance(value, dict):
+        return [url for item in value.values() for url in urls(item)]
+    return []
+
+
+class Fleet:
+    def __init__(self):
+        self.processes = []
+        self.ready = []
+        relay, relay_ready = launch(["push-relay", "--control-token", TOKEN])
+        self.add(relay, relay_ready)
+        self.add(*launch(["mock-server", "--database", ":memory:", "--relay-url", relay_ready["url"], "--admin-token", TOKEN]))
+        directory = tempfile.mkdtemp(prefix="front-door-")
+        self.add(*launch(["survey-cli", "devices", "serve", "--server", self.ready[1]["url"], "--relay", relay_ready["url"],
+                          "--data-dir", directory + "/devices", "--token", TOKEN]))
+        self.add(*launch(["survey-cli", "up", "--data-dir", directory + "/up", "--database", ":memory:", "--token", TOKEN]))
+        seen = []
+        for ready in self.ready:
+            for url in urls(ready):
+                if url not in seen:
+                    seen.append(url)
+        self.listeners = seen
+
+    def add(self, process, ready):
+        self.processes.append(process)
+        self.ready.append(ready)
+
+    def stop(self):
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def fleet():
+    started = Fleet()
+    yield started
+    started.stop()

@@ -1,0 +1,74 @@
+"""One front door (issue 49): no guarded route answers without its token, on any listener any process prints in its
+READY line, in any spelling of its path, over any protocol the listener speaks.
+
+The relay's TLS port once answered `//__control/stats`, `/metrics/` and the FCM service account (a private key)
+without the token, because the path was made canonical on the plain port only. This test does not name that port:
+it reads every URL from the READY lines of every process and finds out which protocols each speaks.
+"""
+from urllib.parse import urlparse
+
+import pytest
+
+from conftest import TOKEN
+from wire import PROTOCOLS, client, is_h2, speaks
+
+# Every guarded route of every process (the control planes and /metrics), some with a side effect or a secret.
+GUARDED = ["/__admin/info", "/__admin/health", "/__admin/reset", "/__admin/requests", "/__control/health", "/__control/stats",
+           "/__control/requests", "/__control/reset", "/__control/fcm/service-account.json?project_id=x", "/__control/tls/ca.pem",
+           "/metrics", "/__devices", "/__devices/openapi.json"]
+
+
+def spellings(target):
+    """The ways a probe spells a path: doubled and trailing slashes, dot segments, encodings, case."""
+    path, _, query = target.partition("?")
+    suffix = "?" + query if query else ""
+    name = path[1:]
+    forms = [path, "/" + path, "//" + name + "/", path + "/", path + "//", "/." + path, path.replace("/", "//"),
+             "/%2F" + name, "/%2f" + name, path + "/.", "/./" + name, "/x/.." + path, "/" + name.replace("_", "%5F"),
+             path.upper(), "///" + name, path + "?x=/", "//" + name + "?x=//"]
+    return [form + suffix if "?" not in form else form for form in forms]
+
+
+def protocols(url):
+    return [protocol for protocol in PROTOCOLS[urlparse(url).scheme] if speaks(url, protocol)]
+
+
+def test_every_listener_is_found_and_speaks_its_protocols(fleet):
+    """The READY lines name the servers' plain ports, the relay's TLS port and the devices API, of each process."""
+    schemes = [urlparse(url).scheme for url in fleet.listeners]
+    assert schemes.count("https") >= 2 and schemes.count("http") >= 6, fleet.listeners
+    for url in fleet.listeners:
+        spoken = protocols(url)
+        if url.startswith("https://"):
+            assert {"tls-h1", "tls-h2", "tls-noalpn-h2", "tls-noalpn-h1"} <= set(spoken), (url, spoken)
+        else:
+            assert "h1" in spoken, (url, spoken)
+
+
+def test_no_guarded_route_answers_without_its_token(fleet):
+    refusals, failures, reached = 0, [], {}
+    for url in fleet.listeners:
+        for protocol in protocols(url):
+            c = client(url, protocol)
+            for target in GUARDED:
+                for spelling in spellings(target):
+                    for method in ("GET", "POST"):
+                        body = b"{}" if method == "POST" else b""
+                        answer = c.request(method, spelling, [("content-type", "application/json")], body)
+                        status = answer[0] if is_h2(protocol) else answer
+                        if isinstance(status, int) and 200 <= status < 400:
+                            failures.append(f"{method} {url}{spelling} over {protocol} answered {status} without the token")
+                        else:
+                            refusals += 1
+            # The same listener and protocol with the token: the guarded plane is reached (so the refusals above are
+            # the guard's, not a listener that routes nowhere).
+            for target in GUARDED:
+                answer = c.request("GET", target, [("authorization", f"Bearer {TOKEN}")])
+                status = answer[0] if is_h2(protocol) else answer
+                if status == 200:
+                    reached[(url, protocol)] = target
+                    break
+            c.close()
+            assert (url, protocol) in reached, f"{url} over {protocol}: no guarded route answered 200 with the token"
+    assert not failures, "\n".join(failures[:50])
+    print(f"{refusals} unauthenticated requests refused over {len(reached)} listener/protocol pairs")
