@@ -223,7 +223,16 @@ extension SurveyClient {
         form["fcm_token"] = sentToken ?? ""
         form["device_os"] = configuration.platform == .ios ? "iOS" : "Android"
         form["beiwe_version"] = Self.sdkVersion
-        let response = try await api.post("register_user", form)
+        var response = try await api.post("register_user", form)
+        if response.status == 401 || response.status == 403, let newPassword = configuration.newPassword,
+           newPassword != configuration.temporaryPassword, state.passwordHash == BeiwePassword.deviceHash(configuration.temporaryPassword) {
+            // A registration whose answer never arrived (the client stopped mid-request, or the connection broke after
+            // the server took it) has already set the new password: the server now knows only that one. Once more
+            // with it; a wrong password fails the same way twice.
+            form["password"] = BeiwePassword.deviceHash(newPassword)
+            let again = try await api.post("register_user", form)
+            if again.status == 200 { response = again }
+        }
         guard response.status == 200 else {
             let code = MobileAPI.errorCode(response) ?? (response.status == 401 || response.status == 403 ? "invalid_credentials" : "registration_failed")
             // Thrown to the caller of `start()`, not also emitted: each error is reported once.
