@@ -196,17 +196,31 @@ public enum RelayWire {
 
     /// FCM v1 error body.
     public struct FCMError: Codable, Sendable, Equatable {
-        /// One entry of `details`.
+        /// One entry of `details`: FCM's `FcmError` (an `errorCode`), or Google's `google.rpc.ErrorInfo` (a `reason`,
+        /// its `domain` and `metadata`), which Google's client libraries read to refresh an expired access token.
         public struct Detail: Codable, Sendable, Equatable {
-            /// `type.googleapis.com/google.firebase.fcm.v1.FcmError`.
+            /// `type.googleapis.com/google.firebase.fcm.v1.FcmError` or `type.googleapis.com/google.rpc.ErrorInfo`.
             public var type: String?
-            /// FCM's error code, such as `UNREGISTERED` or `QUOTA_EXCEEDED`.
-            public var errorCode: String
-            enum CodingKeys: String, CodingKey { case type = "@type", errorCode }
-            /// Creates the value from its fields.
+            /// FCM's error code, such as `UNREGISTERED` or `QUOTA_EXCEEDED` (an `FcmError`).
+            public var errorCode: String?
+            /// An `ErrorInfo`'s reason, such as `ACCESS_TOKEN_EXPIRED`.
+            public var reason: String?
+            /// An `ErrorInfo`'s domain (`googleapis.com`).
+            public var domain: String?
+            /// An `ErrorInfo`'s metadata (`service`, `method`).
+            public var metadata: [String: String]?
+            enum CodingKeys: String, CodingKey { case type = "@type", errorCode, reason, domain, metadata }
+            /// An `FcmError` detail.
             public init(errorCode: String) {
                 self.type = "type.googleapis.com/google.firebase.fcm.v1.FcmError"
                 self.errorCode = errorCode
+            }
+            /// A `google.rpc.ErrorInfo` detail, as Google's APIs add to authentication and permission errors.
+            public init(errorInfo reason: String, method: String = "google.firebase.fcm.v1.FcmService.SendMessage") {
+                type = "type.googleapis.com/google.rpc.ErrorInfo"
+                self.reason = reason
+                domain = "googleapis.com"
+                metadata = ["service": "fcm.googleapis.com", "method": method]
             }
         }
         /// FCM's `error` object.
@@ -226,6 +240,10 @@ public enum RelayWire {
         /// `errorCode` nil: no FCM detail (as in Google's own 401s).
         public init(code: Int, message: String, status: String, errorCode: String?) {
             error = Body(code: code, message: message, status: status, details: errorCode.map { [Detail(errorCode: $0)] } ?? [])
+        }
+        /// An error with the given details.
+        public init(code: Int, message: String, status: String, details: [Detail]) {
+            error = Body(code: code, message: message, status: status, details: details)
         }
     }
 

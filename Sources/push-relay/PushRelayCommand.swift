@@ -43,6 +43,8 @@ struct PushRelayCommand: AsyncParsableCommand {
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
     @Option(help: "Stop when the process with this pid is gone.") var parentPid: Int32?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel = "info"
+    @Flag(help: "Print the APNs and FCM tables the relay answers by (JSON: each row, and where the relay differs) and exit.")
+    var conformance = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -64,6 +66,10 @@ struct PushRelayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if conformance {
+            print(String(decoding: ConformanceTables.json.compactBytes, as: UTF8.self))
+            return
+        }
         LoggingSystem.bootstrap { EscapingLogHandler(StreamLogHandler.standardError(label: $0)) }
         var logger = Logger(label: "push-relay")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info

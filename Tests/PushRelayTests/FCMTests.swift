@@ -116,12 +116,25 @@ import _CryptoExtras
         let issued = try auth.exchange(grantType: "urn:ietf:params:oauth:grant-type:jwt-bearer",
                                        assertion: try assertion(account, iat: now, exp: now + 3600), now: now)
         #expect(issued.expiresIn == 3599)
-        #expect(auth.check(authorization: "Bearer \(issued.token)", now: now) == .valid)
-        #expect(auth.check(authorization: "bearer \(issued.token)", now: now + 3598) == .valid)
-        #expect(auth.check(authorization: "Bearer \(issued.token)", now: now + 3599) == .invalid)
+        #expect(auth.check(authorization: "Bearer \(issued.token)", now: now) == .valid(project: "p"))
+        #expect(auth.check(authorization: "bearer \(issued.token)", now: now + 3598) == .valid(project: "p"))
+        // Past its life the token is known as expired (Google's ACCESS_TOKEN_EXPIRED), not merely invalid.
+        #expect(auth.check(authorization: "Bearer \(issued.token)", now: now + 3599) == .expired)
         #expect(auth.check(authorization: "Bearer nope", now: now) == .invalid)
         #expect(auth.check(authorization: "Basic abc", now: now) == .invalid)
         #expect(auth.check(authorization: nil, now: now) == .absent)
+    }
+
+    /// Issue 50: an access token expires on the relay clock (a move ages it), while the assertion that buys it is
+    /// checked against real time (the client makes it from its own clock).
+    @Test func accessTokensExpireOnTheRelayClock() throws {
+        let auth = FCMAuth()
+        let account = try auth.makeServiceAccount(projectID: "a", tokenURI: "http://127.0.0.1:1/token")
+        let now: Int64 = 1_800_000_000, relayNow = now + 86_400
+        let issued = try auth.exchange(grantType: "urn:ietf:params:oauth:grant-type:jwt-bearer",
+                                       assertion: try assertion(account, iat: now, exp: now + 3600), now: now, relayNow: relayNow)
+        #expect(auth.check(authorization: "Bearer \(issued.token)", now: relayNow + 3598) == .valid(project: "a"))
+        #expect(auth.check(authorization: "Bearer \(issued.token)", now: relayNow + 3600) == .expired)
     }
 
     @Test func badGrantsAreRefusedAsGoogleRefusesThem() throws {

@@ -11,6 +11,11 @@ package final class APNsAuth: Sendable {
     static let tokenLifetime: Int64 = 3600
 
     private let keys = Mutex<[String: P256.Signing.PublicKey]>([:])
+    /// The relay clock's offset (seconds ahead of real time) when each provider token was first seen, with its `iat`:
+    /// a move of the relay clock (`POST /__control/clock`) ages the tokens seen before it, not those made after.
+    private let firstSeen = Mutex<[String: (offset: Int64, iat: Int64)]>([:])
+    /// Provider tokens remembered at most (the oldest are forgotten first; a forgotten one ages from its next use).
+    static let rememberedTokens = 10_000
 
     package init() {}
 
@@ -41,7 +46,10 @@ package final class APNsAuth: Sendable {
     }
 
     /// Checks an `authorization` header (`bearer <JWT>`).
-    package func check(authorization: String?, now: Int64) -> Credential {
+    /// - Parameters:
+    ///   - now: real time, Unix seconds (what the provider's `iat` is made from).
+    ///   - clockOffset: how far the relay clock is ahead of real time, in seconds.
+    package func check(authorization: String?, now: Int64, clockOffset: Int64 = 0) -> Credential {
         guard let authorization else { return .absent }
         guard let token = JWT.bearer(authorization), let jwt = try? JWT(token) else {
             return .refused("InvalidProviderToken")
@@ -53,7 +61,15 @@ package final class APNsAuth: Sendable {
               case .string? = jwt.claims["iss"], let iat = jwt.seconds("iat") else {
             return .refused("InvalidProviderToken")
         }
-        guard iat > now - Self.tokenLifetime else { return .refused("ExpiredProviderToken") }
+        let seenAt = firstSeen.withLock { seen -> Int64 in
+            if let known = seen[token] { return known.offset }
+            if seen.count >= Self.rememberedTokens, let oldest = seen.min(by: { $0.value.iat < $1.value.iat })?.key { seen[oldest] = nil }
+            seen[token] = (clockOffset, iat)
+            return clockOffset
+        }
+        // Its age: real time since it was made, and every relay clock move since the relay first saw it.
+        let age = (now - iat) + (clockOffset - seenAt)
+        guard age < Self.tokenLifetime else { return .refused("ExpiredProviderToken") }
         return .valid
     }
 }

@@ -18,10 +18,11 @@ package final class FCMAuth: Sendable {
     static let clockSkew: Int64 = 300
 
     private struct State {
-        /// Public keys of the service accounts this relay made, by key id.
-        var keys: [String: (email: String, key: _RSA.Signing.PublicKey)] = [:]
-        /// Access tokens issued, with when they expire (Unix seconds).
-        var tokens: [String: Int64] = [:]
+        /// Public keys of the service accounts this relay made (or, in lenient mode, took on trust), by key id, with the
+        /// account's project.
+        var keys: [String: (email: String, key: _RSA.Signing.PublicKey, project: String)] = [:]
+        /// Access tokens issued: when they expire on the relay clock (Unix seconds) and the project they act for.
+        var tokens: [String: (expires: Int64, project: String)] = [:]
     }
 
     private let state = Mutex(State())
@@ -36,7 +37,7 @@ package final class FCMAuth: Sendable {
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let keyID = RandomHex.secret(20)
         let email = "firebase-adminsdk-relay@\(projectID).iam.gserviceaccount.com"
-        state.withLock { $0.keys[keyID] = (email, key.publicKey) }
+        state.withLock { $0.keys[keyID] = (email, key.publicKey, projectID) }
         return .object([
             "type": "service_account",
             "project_id": .string(projectID),
@@ -67,7 +68,11 @@ package final class FCMAuth: Sendable {
     }
 
     /// Exchanges a JWT-bearer grant (the form fields of `POST /token`) for an access token.
-    package func exchange(grantType: String?, assertion: String?, now: Int64) throws(GrantError) -> AccessToken {
+    /// - Parameters:
+    ///   - now: real time, Unix seconds: the assertion's `iat` and `exp` are the client's, made from real time.
+    ///   - relayNow: the relay clock, Unix seconds: the access token expires an hour from it, so a move of the relay
+    ///     clock (`POST /__control/clock`) ages it.
+    package func exchange(grantType: String?, assertion: String?, now: Int64, relayNow: Int64? = nil) throws(GrantError) -> AccessToken {
         guard let grantType else { throw GrantError(error: "invalid_request", description: "Missing required parameter: grant_type") }
         guard grantType == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             throw GrantError(error: "unsupported_grant_type", description: "Invalid grant_type: \(grantType)")
@@ -83,7 +88,7 @@ package final class FCMAuth: Sendable {
         guard case .string(let keyID)? = jwt.header["kid"], let account = state.withLock({ $0.keys[keyID] }) else {
             throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
         }
-        let (email, key) = account
+        let (email, key, project) = account
         let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
         guard key.isValidSignature(signature, for: SHA256.hash(data: Array(jwt.signedPart.utf8)), padding: .insecurePKCS1v1_5) else {
             throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
@@ -97,9 +102,11 @@ package final class FCMAuth: Sendable {
                              description: "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe. Check your iat and exp values in the JWT claim.")
         }
         let token = "ya29.relay-" + RandomHex.secret(40)
+        let issuedAt = relayNow ?? now
         state.withLock { state in
-            state.tokens = state.tokens.filter { $0.value > now }
-            state.tokens[token] = now + Self.tokenLifetime
+            // Tokens expired more than a day ago are forgotten (a later use is then merely invalid, not expired).
+            state.tokens = state.tokens.filter { $0.value.expires > issuedAt - 86_400 }
+            state.tokens[token] = (issuedAt + Self.tokenLifetime, project)
         }
         return AccessToken(token: token, expiresIn: Self.tokenLifetime)
     }
@@ -110,17 +117,19 @@ package final class FCMAuth: Sendable {
     package enum Credential: Equatable {
         /// No `Authorization` header.
         case absent
-        /// A bearer token this relay issued, not expired.
-        case valid
-        /// Something else: not a bearer token, unknown, or expired.
+        /// A bearer token this relay issued, not expired, acting for `project`.
+        case valid(project: String)
+        /// A bearer token this relay issued that has expired on the relay clock (Google's `ACCESS_TOKEN_EXPIRED`).
+        case expired
+        /// Something else: not a bearer token, or unknown.
         case invalid
     }
 
-    /// Checks an `Authorization` header against the tokens issued.
+    /// Checks an `Authorization` header against the tokens issued; `now` is the relay clock, Unix seconds.
     package func check(authorization: String?, now: Int64) -> Credential {
         guard let authorization else { return .absent }
         guard let token = JWT.bearer(authorization) else { return .invalid }
-        guard let expires = state.withLock({ $0.tokens[token] }), expires > now else { return .invalid }
-        return .valid
+        guard let issued = state.withLock({ $0.tokens[token] }) else { return .invalid }
+        return issued.expires > now ? .valid(project: issued.project) : .expired
     }
 }

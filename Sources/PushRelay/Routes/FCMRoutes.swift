@@ -43,19 +43,30 @@ struct FCMRoutes {
 
     static var unixNow: Int64 { Int64(Date().timeIntervalSince1970) }
 
-    /// Refuses a request whose credentials `--provider-auth` does not accept (Google's 401 bodies).
-    func checkCredentials(_ request: Request) throws {
-        switch auth.check(authorization: request.headers[.authorization], now: Self.unixNow) {
-        case .valid:
-            return
+    static let invalidCredentials = "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
+
+    /// Refuses a request whose credentials `--provider-auth` does not accept (Google's 401 bodies; an expired token's
+    /// names `ACCESS_TOKEN_EXPIRED` in a `google.rpc.ErrorInfo`, the reason Google's client libraries refresh on), and,
+    /// given `project`, a token of another project's service account (403 `PERMISSION_DENIED`, FCM's `ErrorCode`
+    /// table). Access tokens expire on the relay clock.
+    func checkCredentials(_ request: Request, project: String? = nil) async throws {
+        let relayNow = await hub.now() / 1000
+        switch auth.check(authorization: request.headers[.authorization], now: relayNow) {
+        case .valid(let owner):
+            guard let project, owner != project else { return }
+            throw RawJSONError(.forbidden, body: RelayWire.FCMError(
+                code: 403, message: "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist).",
+                status: "PERMISSION_DENIED", details: [.init(errorInfo: "IAM_PERMISSION_DENIED")]))
         case .absent where configuration.providerAuth == .lenient:
             return
         case .absent:
             throw Self.error(.unauthorized, "UNAUTHENTICATED", nil,
                              "Request is missing required authentication credential. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.")
+        case .expired:
+            throw RawJSONError(.unauthorized, body: RelayWire.FCMError(code: 401, message: Self.invalidCredentials, status: "UNAUTHENTICATED",
+                                                                       details: [.init(errorInfo: "ACCESS_TOKEN_EXPIRED")]))
         case .invalid:
-            throw Self.error(.unauthorized, "UNAUTHENTICATED", nil,
-                             "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.")
+            throw Self.error(.unauthorized, "UNAUTHENTICATED", nil, Self.invalidCredentials)
         }
     }
 
@@ -90,7 +101,7 @@ struct FCMRoutes {
 
     func send(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let project = try context.parameters.require("project")
-        try checkCredentials(request)
+        try await checkCredentials(request, project: project)
         let body: [UInt8]
         do {
             body = try await request.collectBody(limit: configuration.maxProviderBodyBytes)
@@ -105,6 +116,11 @@ struct FCMRoutes {
         }
         let message = send.message
         let target = try Self.target(message)
+        for (field, data) in [("message.data", message.data), ("message.android.data", message.android?.data)] {
+            if let key = data?.keys.sorted().first(where: FCMTables.isReservedDataKey) {
+                throw Self.invalid("Invalid data payload key: \(key) (\(field)): from, message_type and keys starting google. or gcm. are reserved")
+            }
+        }
         if case .token(let token) = target { RequestJournal.current?.token = token }
         let android: FCMDelivery, apple: FCMDelivery
         do {
@@ -140,7 +156,7 @@ struct FCMRoutes {
             let name = validateOnly ? "projects/\(project)/messages/fake_message_id" : "projects/\(project)/messages/\(id)"
             // `FCMSendResponse`'s one field, written without a `JSONEncoder` (the hot path).
             return JSONResponse.make(data: Data(JSONValue.object(["name": .string(name)]).compactBytes))
-        case .unknownToken, .wrongPlatform:
+        case .unknownToken, .wrongPlatform, .topicMismatch:
             throw Self.invalid("The registration token is not a valid FCM registration token")
         case .unregistered:
             throw Self.error(.notFound, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.")
@@ -162,7 +178,8 @@ struct FCMRoutes {
     func token(_ request: Request) async throws -> Response {
         let form = FormBody(parsingBytes: try await request.collectBody(limit: 64 * 1024))
         do {
-            let issued = try auth.exchange(grantType: form["grant_type"], assertion: form["assertion"], now: Self.unixNow)
+            let issued = try auth.exchange(grantType: form["grant_type"], assertion: form["assertion"], now: Self.unixNow,
+                                           relayNow: await hub.now() / 1000)
             return JSONResponse.make(data: Data(JSONValue.object([
                 "access_token": .string(issued.token), "expires_in": .number(Double(issued.expiresIn)), "token_type": "Bearer",
             ]).compactBytes))
@@ -180,7 +197,7 @@ struct FCMRoutes {
         // firebase-admin percent-encodes the token in the path (an FCM-shaped token has a `:`).
         let given = try context.parameters.require("token")
         let token = given.removingPercentEncoding ?? given
-        try checkCredentials(request)
+        try await checkCredentials(request)
         RequestJournal.current?.token = token
         let named = subscribe ? request.uri.queryParameters["topic_name"].map(String.init) : context.parameters.get("topic")
         guard let named, let topic = FCMTopic.name(named.removingPercentEncoding ?? named) else {
@@ -196,7 +213,7 @@ struct FCMRoutes {
 
     /// The Instance ID batch routes: `{"to": "/topics/T", "registration_tokens": [...]}` → one result per token.
     func batch(_ request: Request, subscribe: Bool) async throws -> Response {
-        try checkCredentials(request)
+        try await checkCredentials(request)
         let body = try await request.collectBody(limit: configuration.maxProviderBodyBytes)
         guard case .object(let top)? = try? JSONParser.parse(body), case .string(let to)? = top["to"],
               case .array(let values)? = top["registration_tokens"], !values.isEmpty, values.count <= 1000 else {

@@ -13,11 +13,35 @@ struct ProviderRoutes {
     static let apnsPushTypes: Set<String> = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets", "controls"]
     static let thirtyDaysMillis: Int64 = 30 * 86400 * 1000
 
+    /// Every method but POST on a device path: 405 `MethodNotAllowed`, as APNs answers (PROTOCOL.md §9).
+    static let otherMethods: [HTTPRequest.Method] = [.get, .put, .delete, .patch, .head, .options]
+
     func add(to router: Router<BasicRequestContext>) {
         router.post("/3/device/{token}") { request, context in try await apns(request, context) }
         router.post("/3/device") { _, _ -> Response in
             throw RawJSONError(.badRequest, body: RelayWire.APNsError(reason: "MissingDeviceToken"))
         }
+        for method in Self.otherMethods {
+            for path in ["/3/device/{token}", "/3/device"] {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    throw RawJSONError(.methodNotAllowed, body: RelayWire.APNsError(reason: "MethodNotAllowed"))
+                }
+            }
+        }
+        // Any other path under APNs' `/3/`: 404 `BadPath` with APNs' body.
+        for method in Self.otherMethods + [.post] {
+            for path in ["/3", "/3/**"] {
+                router.on(RouterPath(path), method: method) { _, _ -> Response in
+                    throw RawJSONError(.notFound, body: RelayWire.APNsError(reason: "BadPath"))
+                }
+            }
+        }
+    }
+
+    /// Whether `topic` is the app `appID` or one of the topics APNs derives from it for other push types
+    /// (`.voip`, `.complication`, `.pushkit.fileprovider`, `.location-query`, `.push-type.liveactivity`).
+    static func topic(_ topic: String, isFor appID: String) -> Bool {
+        topic == appID || APNsTables.topicSuffixes.contains { topic == appID + $0 }
     }
 
     private func header(_ request: Request, _ name: String) -> [String] {
@@ -25,7 +49,11 @@ struct ProviderRoutes {
         return request.headers[values: field]
     }
 
+    /// APNs' refusal: the status is the reason's in Apple's table (``APNsTables``); `status` must agree (checked in
+    /// debug builds), so a reason cannot be answered with another status by mistake.
     private func apnsError(_ status: HTTPResponse.Status, _ reason: String, apnsID: String, timestamp: Int64? = nil) -> RawJSONError {
+        assert(reason == "BadPayload" || APNsTables.status(of: reason) == status || reason == "ServiceUnavailable",
+               "\(reason) is \(APNsTables.status(of: reason)) in Apple's table")
         var headers = HTTPFields()
         headers[HTTPField.Name("apns-id")!] = apnsID
         return RawJSONError(status, body: RelayWire.APNsError(reason: reason, timestamp: timestamp), headers: headers)
@@ -42,7 +70,8 @@ struct ProviderRoutes {
             apnsID = given.lowercased()
         }
         // Token-based authentication, as APNs answers it (`--provider-auth`); a provider token needs a topic.
-        switch auth.check(authorization: header(request, "authorization").first, now: FCMRoutes.unixNow) {
+        let offset = await hub.clockOffsetSeconds()
+        switch auth.check(authorization: header(request, "authorization").first, now: FCMRoutes.unixNow, clockOffset: offset) {
         case .valid:
             guard header(request, "apns-topic").first != nil else { throw apnsError(.badRequest, "MissingTopic", apnsID: apnsID) }
         case .absent where configuration.providerAuth == .lenient:
@@ -66,6 +95,9 @@ struct ProviderRoutes {
             guard let p = Int(text), [10, 5, 1].contains(p) else { throw apnsError(.badRequest, "BadPriority", apnsID: apnsID) }
             priority = p
         }
+        if let topic = header(request, "apns-topic").first, topic.isEmpty || topic.utf8.count > 255 || topic.contains(where: \.isWhitespace) {
+            throw apnsError(.badRequest, "BadTopic", apnsID: apnsID)
+        }
         let collapseID = header(request, "apns-collapse-id").first
         if let collapseID, collapseID.utf8.count > 64 { throw apnsError(.badRequest, "BadCollapseId", apnsID: apnsID) }
         let pushType = header(request, "apns-push-type").first ?? "alert"
@@ -88,13 +120,15 @@ struct ProviderRoutes {
         }
         let message = RelayMessage(id: apnsID, payload: payload, priority: priority, collapseID: collapseID, pushType: pushType,
                                    sentAt: now, expiresAt: expiresAt, phase: .stored)
-        switch await hub.send(token: token, platformRequired: .ios, message: message) {
+        switch await hub.send(token: token, platformRequired: .ios, message: message, topic: header(request, "apns-topic").first) {
         case .accepted:
             var headers = HTTPFields()
             headers[HTTPField.Name("apns-id")!] = apnsID
             return Response(status: .ok, headers: headers)
         case .unknownToken, .wrongPlatform:
             throw apnsError(.badRequest, "BadDeviceToken", apnsID: apnsID)
+        case .topicMismatch:
+            throw apnsError(.badRequest, "DeviceTokenNotForTopic", apnsID: apnsID)
         case .unregistered(let at):
             throw apnsError(.gone, "Unregistered", apnsID: apnsID, timestamp: at)
         case .rateLimited:

@@ -33,6 +33,8 @@ actor RelayHub {
         case outage(Int)
         /// Over `--device-rate`.
         case rateLimited
+        /// APNs: `apns-topic` is not the app the token was issued for.
+        case topicMismatch
     }
 
     enum ConnectError: Error, Sendable {
@@ -120,6 +122,11 @@ actor RelayHub {
     /// Relay-clock milliseconds (real time plus the control API's advance).
     func now() -> Int64 {
         WireTime.epochMillis(Date()) + clockOffsetMillis
+    }
+
+    /// How far the relay clock is ahead of real time, in whole seconds (what ages provider credentials).
+    func clockOffsetSeconds() -> Int64 {
+        clockOffsetMillis / 1000
     }
 
     // MARK: Device link
@@ -227,8 +234,11 @@ actor RelayHub {
     /// A provider send: ``accept(token:platformRequired:message:)``, then, when accepted, the commit that keeps it.
     /// "200 means kept": a push the store could not commit is answered 503 (the relay may still deliver it: it was in
     /// memory and on the stream before the commit failed, and a provider's retry is de-duplicated by the device).
-    nonisolated func send(token: String, platformRequired: Platform?, message: RelayMessage, validateOnly: Bool = false) async -> SendOutcome {
-        let outcome = await accept(token: token, platformRequired: platformRequired, message: message, validateOnly: validateOnly)
+    /// - Parameter topic: APNs' `apns-topic`, checked against the app the token was issued for.
+    nonisolated func send(token: String, platformRequired: Platform?, message: RelayMessage, validateOnly: Bool = false,
+                          topic: String? = nil) async -> SendOutcome {
+        let outcome = await accept(token: token, platformRequired: platformRequired, message: message, validateOnly: validateOnly,
+                                   topic: topic)
         guard !validateOnly else { return outcome }
         guard outcome == .accepted, store != nil else { return outcome }
         do {
@@ -240,7 +250,8 @@ actor RelayHub {
     }
 
     /// - Parameter validateOnly: FCM's `validate_only`: every check, then nothing stored, delivered or traced.
-    private func accept(token: String, platformRequired: Platform?, message: RelayMessage, validateOnly: Bool = false) -> SendOutcome {
+    private func accept(token: String, platformRequired: Platform?, message: RelayMessage, validateOnly: Bool = false,
+                        topic: String? = nil) -> SendOutcome {
         let t = now()
         if let status = withFaults(token, { faults -> Int? in
             guard let until = faults.outageUntil, t < until else { return nil }
@@ -265,6 +276,7 @@ actor RelayHub {
         }
         guard var device = devices[token] else { return .unknownToken }
         if let platformRequired, device.platform != platformRequired { return .wrongPlatform }
+        if let topic, !ProviderRoutes.topic(topic, isFor: device.appID) { return .topicMismatch }
         if validateOnly { return .accepted }
         let message = message.resolved(for: device.platform)
         guard takeToken(token) else { return .rateLimited }
