@@ -37,9 +37,9 @@ import SurveyWire
 
     static let cases: [Case] = [
         // Literals.
-        c("1", 1), c("1.5", 1.5), c(".5", 0.5), c("2.", 2), c("'single'", "single"), c("\"double\"", "double"),
+        c("1", 1), c("1.5", 1.5), c(".5", 0.5), e("2.", "parse_error"), c("'single'", "single"), c("\"double\"", "double"),
         c("'it\\'s'", "it's"), c("\"say \\\"hi\\\"\"", "say \"hi\""), c("true", true), c("false", false),
-        c("null", .null), c("Null", .null), c("NULL", .null), c("[]", []), c("[1, 'a', true]", [1, "a", true]),
+        c("null", .null), e("Null", "undefined_identifier"), e("NULL", "undefined_identifier"), c("[]", []), c("[1, 'a', true]", [1, "a", true]),
         c("[1, 2,]", [1, 2]), c("{}", [:]), c("{ }", [:]), c("{a: 1, 'b c': 2}", ["a": 1, "b c": 2]),
         c("{\"x\": [1]}", ["x": [1]]), c("  ( 1 )  ", 1), c("\t2\n+\n3", 5),
         // Identifiers and access.
@@ -90,6 +90,8 @@ import SurveyWire
         c("true ? 1 : 2", 1), c("'' ? 1 : 2", 2), c("nothing ? 'y' : 'n'", "n"), c("list ? 'y' : 'n'", "y"),
         c("1 + (true ? 1 : 2)", 2), c("1 + true ? 1 : 2", 2), c("zero ? 1 : 0 ? 2 : 3", 3),
         e("true ? undefined_thing : 1", "undefined_identifier"), c("false ? undefined_thing : 1", 1),
+        // jexl-eval 0.4.0: a test that fails to evaluate is false, so the else branch is taken (issue 50).
+        c("undefined_thing ? 1 : 2", 2), c("(nothing >= 1) ? false : true", true), c("('a' > 1) ? 'y' : 'n'", "n"),
         // Transforms.
         c("'128.0'|versionCompare('127.9')", 1), c("'128.0'|versionCompare('128')", 0), c("'93pre'|versionCompare('93')", -1),
         c("os_version|versionCompare('14.!') >= 0", true), c("'14.0'|versionCompare('14.!')", 1), c("'13.9'|versionCompare('14.!')", -1),

@@ -102,7 +102,9 @@ public struct JEXLEvaluator: Sendable {
         case .binary(let op, let left, let right):
             return try Self.apply(op, try evaluate(left), try evaluate(right))
         case .conditional(let condition, let truthy, let falsy):
-            return Self.truthy(try evaluate(condition)) ? try evaluate(truthy) : try evaluate(falsy)
+            // jexl-eval 0.4.0 takes a test that fails to evaluate as false (its `Truthy` for a `Result`): the else branch.
+            let test = (try? evaluate(condition)).map(Self.truthy) ?? false
+            return test ? try evaluate(truthy) : try evaluate(falsy)
         case .transform(let name, let subject, let args):
             var values = [try evaluate(subject)]
             for arg in args ?? [] { values.append(try evaluate(arg)) }

@@ -100,9 +100,11 @@ struct JEXLToken: Equatable {
     var offset: Int
 }
 
-/// Splits an expression into tokens as jexl-rs's generated lexer does (longest match, keywords before identifiers).
+/// Splits an expression into tokens as jexl-parser 0.4.0's hand-written lexer does (the one jexl-eval 0.4.0, which
+/// Nimbus pins, parses with): keywords `true`, `false`, `null` and `in` only (`Null` and `NULL` are identifiers),
+/// identifiers of Unicode letters, digits and `_`, and a number's `.` only before a digit (`1.` is `1` and a `.`).
 struct JEXLLexer {
-    static let keywords: Set<String> = ["true", "false", "null", "Null", "NULL", "in"]
+    static let keywords: Set<String> = ["true", "false", "null", "in"]
     static let punctuation = ["&&", "||", "==", "!=", ">=", "<=", "//", "{}", ">", "<", "+", "-", "*", "/", "%", "^",
                               "?", ":", "|", ".", ",", "(", ")", "[", "]", "{", "}"]
 
@@ -111,7 +113,9 @@ struct JEXLLexer {
         var tokens: [JEXLToken] = []
         var i = 0
         func isDigit(_ c: Unicode.Scalar) -> Bool { c >= "0" && c <= "9" }
-        func isIdentStart(_ c: Unicode.Scalar) -> Bool { (c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c == "_" }
+        // Rust's `char::is_alphabetic` and `is_alphanumeric` (Alphabetic, or Numeric: Nd, Nl, No).
+        func isIdentStart(_ c: Unicode.Scalar) -> Bool { c.properties.isAlphabetic || c == "_" }
+        func isIdentPart(_ c: Unicode.Scalar) -> Bool { isIdentStart(c) || c.properties.numericType != nil }
         func fail(_ message: String, at offset: Int) -> JEXLError {
             JEXLError(code: "parse_error", message: "\(message) at column \(offset + 1) of `\(source)`", column: offset + 1)
         }
@@ -120,14 +124,16 @@ struct JEXLLexer {
             if c.properties.isWhitespace { i += 1; continue }
             let start = i
             if isDigit(c) || (c == "." && i + 1 < chars.count && isDigit(chars[i + 1])) {
+                if c == "." { i += 1 }
                 while i < chars.count, isDigit(chars[i]) { i += 1 }
-                // `1.`, `1.5` and `.5` are numbers (a token starting with a dot has its digits after the dot).
-                if i < chars.count, chars[i] == "." {
+                // `1.5` and `.5` are numbers; in `1.` the dot is a token of its own (jexl-parser 0.4.0 takes a dot into a
+                // number only when a digit follows it, and never a second one).
+                if c != ".", i + 1 < chars.count, chars[i] == ".", isDigit(chars[i + 1]) {
                     i += 1
                     while i < chars.count, isDigit(chars[i]) { i += 1 }
                 }
                 let text = String(String.UnicodeScalarView(chars[start..<i]))
-                guard let value = Double(text.hasPrefix(".") ? "0" + text : (text.hasSuffix(".") ? text + "0" : text)) else {
+                guard let value = Double(text.hasPrefix(".") ? "0" + text : text) else {
                     throw fail("malformed number `\(text)`", at: start)
                 }
                 tokens.append(JEXLToken(kind: .number(value), offset: start))
@@ -157,7 +163,7 @@ struct JEXLLexer {
                 continue
             }
             if isIdentStart(c) {
-                while i < chars.count, isIdentStart(chars[i]) || isDigit(chars[i]) { i += 1 }
+                while i < chars.count, isIdentPart(chars[i]) { i += 1 }
                 let word = String(String.UnicodeScalarView(chars[start..<i]))
                 tokens.append(JEXLToken(kind: keywords.contains(word) ? .keyword(word) : .identifier(word), offset: start))
                 continue
@@ -396,7 +402,7 @@ public struct JEXLParser {
         case .string(let s): _ = advance(); return .string(s)
         case .keyword("true"): _ = advance(); return .bool(true)
         case .keyword("false"): _ = advance(); return .bool(false)
-        case .keyword("null"), .keyword("Null"), .keyword("NULL"): _ = advance(); return .null
+        case .keyword("null"): _ = advance(); return .null
         case .identifier(let name): _ = advance(); return .identifier(name)
         case .punct("("):
             _ = advance()
