@@ -300,15 +300,18 @@ public enum AdminWire {
         /// The relay's id of the message (APNs `apns-id`, the last part of FCM's `name`): the key of its
         /// `GET /__control/trace` entries.
         public var relayMessageID: String?
+        /// Whether this push re-sent occurrences whose receipt was not confirmed (Beiwe's resend; PROTOCOL.md §9).
+        public var resend: Bool?
         enum CodingKeys: String, CodingKey {
             case uuid, patientID = "patient_id", surveyIDs = "survey_ids", scheduleUUIDs = "schedule_uuids"
             case dueAt = "due_at", sentAt = "sent_at", status, relayStatus = "relay_status"
-            case relayReason = "relay_reason", nonce, confirmedUUIDs = "confirmed_uuids", relayMessageID = "relay_message_id"
+            case relayReason = "relay_reason", nonce, confirmedUUIDs = "confirmed_uuids", relayMessageID = "relay_message_id", resend
         }
         /// Creates the value from its fields.
         public init(uuid: String, patientID: String, surveyIDs: [String], scheduleUUIDs: [String], dueAt: String,
                     sentAt: String?, status: String, relayStatus: Int?, relayReason: String?, nonce: String?,
-                    relayMessageID: String? = nil) {
+                    relayMessageID: String? = nil, resend: Bool = false) {
+            self.resend = resend
             self.relayMessageID = relayMessageID
             self.uuid = uuid
             self.patientID = patientID

@@ -379,7 +379,9 @@ MOCK_SCHEMAS = {
     "PushLogEntry": obj({"uuid": S, "patient_id": S, "survey_ids": arr(S), "schedule_uuids": arr(S), "due_at": TIME,
                          "sent_at": NULLABLE_S, "status": S, "relay_status": {"type": ["integer", "null"]},
                          "relay_reason": NULLABLE_S, "nonce": NULLABLE_S, "confirmed_uuids": {"type": ["array", "null"], "items": S},
-                         "relay_message_id": {"type": ["string", "null"], "description": "the relay's message id (its trace key)"}},
+                         "relay_message_id": {"type": ["string", "null"], "description": "the relay's message id (its trace key)"},
+                         "resend": {"type": "boolean", "description": "the push re-sent occurrences whose receipt was not confirmed "
+                                    "(Beiwe's resend to iOS apps from 2024.27, every resend_period_minutes)"}},
                         ["uuid", "patient_id", "survey_ids", "due_at", "status"]),
     "Submission": obj({"survey_id": S, "patient_id": S, "file_name": S, "received_at": TIME,
                        "answers": arr(obj({"question_id": S, "question_type": S, "question_text": S, "answer": S}))},

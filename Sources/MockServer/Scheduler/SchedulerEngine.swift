@@ -197,9 +197,12 @@ final class SchedulerEngine: Sendable {
         while true {
             while index < moments.endIndex, moments[index] <= lastMoment { index += 1 }
             let nextDue = index < moments.endIndex ? moments[index] : nil
-            let retry = try await store.nextRetryMoment(studyID: studyID, after: max(lastMoment, from.timeIntervalSince1970),
-                                                        through: min(nextDue ?? target.timeIntervalSince1970, target.timeIntervalSince1970))
-            guard let moment = [nextDue, retry].compactMap({ $0 }).min() else { break }
+            let window = (after: max(lastMoment, from.timeIntervalSince1970),
+                          through: min(nextDue ?? target.timeIntervalSince1970, target.timeIntervalSince1970))
+            let retry = try await store.nextRetryMoment(studyID: studyID, after: window.after, through: window.through)
+            // Beiwe's resends of unconfirmed pushes are moments too, walked as retries are.
+            let resend = try await store.nextResendMoment(studyID: studyID, after: window.after, through: min(retry ?? window.through, window.through))
+            guard let moment = [nextDue, retry, resend].compactMap({ $0 }).min() else { break }
             // A walk whose client has gone (its connection closed) stops between moments; what it sent is recorded.
             try Task.checkCancellation()
             lastMoment = moment
@@ -226,19 +229,28 @@ final class SchedulerEngine: Sendable {
         let studyID = study.id
         let maxDelay = study.maxDelay
         let t = moment.timeIntervalSince1970
-        let due = try await store.dueWork(studyID: studyID, at: t, patientID: patientID)
+        let resendPeriod = ResendRule.period(minutes: study.settingsObject["resend_period_minutes"]?.numberValue)
+        var due = try await store.dueWork(studyID: studyID, at: t, patientID: patientID)
+        // Resends ride on the participant's push of this moment, or on one of their own.
+        for resend in try await store.dueResends(studyID: studyID, at: t, patientID: patientID) {
+            if let index = due.firstIndex(where: { $0.participant.patientId == resend.participant.patientId }) {
+                due[index].resends = resend.occurrences
+            } else {
+                due.append(DueWork(participant: resend.participant, occurrences: [], resends: resend.occurrences))
+            }
+        }
         guard !due.isEmpty else { return [] }
         let attempts = try await withThrowingTaskGroup(of: FiringOutcome.self) { group in
             var results: [FiringOutcome] = []
             var iterator = due.makeIterator()
             for _ in 0..<parallelism {
                 guard let next = iterator.next() else { break }
-                group.addTask { await self.attempt(next, studyID: studyID, at: t, maxDelay: maxDelay) }
+                group.addTask { await self.attempt(next, studyID: studyID, at: t, maxDelay: maxDelay, resendPeriod: resendPeriod) }
             }
             while let done = try await group.next() {
                 results.append(done)
                 if let next = iterator.next() {
-                    group.addTask { await self.attempt(next, studyID: studyID, at: t, maxDelay: maxDelay) }
+                    group.addTask { await self.attempt(next, studyID: studyID, at: t, maxDelay: maxDelay, resendPeriod: resendPeriod) }
                 }
             }
             return results
@@ -252,7 +264,7 @@ final class SchedulerEngine: Sendable {
         min(60 * pow(2, Double(min(failures, 10))), 3600)
     }
 
-    private func attempt(_ due: DueWork, studyID: String, at t: Double, maxDelay: TimeInterval) async -> FiringOutcome {
+    private func attempt(_ due: DueWork, studyID: String, at t: Double, maxDelay: TimeInterval, resendPeriod: Double) async -> FiringOutcome {
         var result = FiringOutcome()
         let expired = due.occurrences.filter { t - $0.dueAt > maxDelay }
         let live = due.occurrences.filter { t - $0.dueAt <= maxDelay }
@@ -263,35 +275,47 @@ final class SchedulerEngine: Sendable {
             result.expired = expired.map { ($0.uuid, record.uuid) }
         }
         let p = due.participant
-        guard !live.isEmpty, let token = p.pushToken, p.tokenUnregisteredAt == nil else { return result }
-        if let retryAfter = p.retryAfter, retryAfter > t { return result }
+        let resends = due.resends
+        guard !live.isEmpty || !resends.isEmpty, let token = p.pushToken, p.tokenUnregisteredAt == nil else { return result }
+        if let retryAfter = p.retryAfter, retryAfter > t {
+            // A resend waits for the back-off to end, as a retry does.
+            result.resendAt = resends.map { ($0.uuid, retryAfter) }
+            return result
+        }
+        let carried = live + resends
 
         var surveyIDs: [String] = []
         var uuids: [String: [String]] = [:]
-        for o in live {
+        for o in carried {
             if !surveyIDs.contains(o.surveyId) { surveyIDs.append(o.surveyId) }
             uuids[o.surveyId, default: []].append(o.uuid)
         }
         let pushID = UUID().uuidString.lowercased()
         let nonce = Identifiers.nonce()
-        let minDue = live.map(\.dueAt).min() ?? t
+        let minDue = carried.map(\.dueAt).min() ?? t
         let push = SurveyPush(surveyIDs: surveyIDs, sentTime: WireTime.beiweSentTime(Date(timeIntervalSince1970: minDue)),
                               nonce: nonce, surveyUUIDs: uuids)
         let outcome = await dispatcher.send(token: token, os: p.os, push: push, id: pushID)
-        var record = Self.logRecord(studyID: studyID, patientID: p.patientId, occurrences: live,
+        var record = Self.logRecord(studyID: studyID, patientID: p.patientId, occurrences: carried,
                                     sentAt: outcome.status == "sent" ? t : nil, status: outcome.status,
                                     relayStatus: outcome.relayStatus, reason: outcome.reason, nonce: nonce)
         record.uuid = pushID
         record.relayMessageId = outcome.messageID
+        record.resend = !resends.isEmpty
         result.records.append(record)
         switch outcome.status {
         case "sent":
-            result.sent = live.map { ($0.uuid, pushID) }
+            result.sent = carried.map { ($0.uuid, pushID) }
+            // Each occurrence's next resend, should its receipt not be reported: Beiwe's rule for iOS apps from 2024.27.
+            let eligible = ResendRule.eligible(os: p.os, versionName: p.versionName)
+            result.resendAt = carried.map { ($0.uuid, eligible ? ResendRule.nextResend(lastSent: t, period: resendPeriod, dueAt: $0.dueAt) : nil) }
             result.update = .delivered
         case "token_unregistered":
             result.update = .unregistered(token: token)
         default:
-            result.update = .backOff(until: t + Self.backOff(failures: p.retryCount), count: p.retryCount + 1)
+            let until = t + Self.backOff(failures: p.retryCount)
+            result.resendAt = resends.map { ($0.uuid, until) }
+            result.update = .backOff(until: until, count: p.retryCount + 1)
             logger.info("push not delivered", metadata: ["patient_id": "\(p.patientId)", "status": "\(outcome.status)",
                                                          "relay_status": "\(outcome.relayStatus.map(String.init) ?? "-")"])
         }

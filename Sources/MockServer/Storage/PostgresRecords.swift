@@ -81,7 +81,8 @@ extension PushRecord {
         self.init(seq: try r.value("seq"), uuid: try r.value("uuid"), studyId: try r.value("study_id"), patientId: try r.value("patient_id"),
                   surveyIds: try r.value("survey_ids"), scheduleUuids: try r.value("schedule_uuids"), dueAt: try r.value("due_at"),
                   sentAt: try r.value("sent_at"), status: try r.value("status"), relayStatus: try r.value("relay_status"),
-                  relayReason: try r.value("relay_reason"), nonce: try r.value("nonce"), relayMessageId: try r.value("relay_message_id"))
+                  relayReason: try r.value("relay_reason"), nonce: try r.value("nonce"), relayMessageId: try r.value("relay_message_id"),
+                  resend: try r.value("resend"))
     }
 }
 

@@ -178,5 +178,12 @@ enum PostgresSchema {
             )
             """,
         ]),
+        // Beiwe's resend of unconfirmed pushes (issue 50): each sent occurrence's next resend moment, and which pushes
+        // were resends.
+        ("v2-resend", [
+            "ALTER TABLE occurrence ADD COLUMN resend_at DOUBLE PRECISION",
+            "CREATE INDEX occurrence_resend ON occurrence(study_id, resend_at) WHERE resend_at IS NOT NULL",
+            "ALTER TABLE push ADD COLUMN resend BOOLEAN NOT NULL DEFAULT false",
+        ]),
     ]
 }

@@ -416,8 +416,31 @@ extension PostgresStore {
         return DueWork.group(occurrences, people: people)
     }
 
+    func nextResendMoment(studyID: String, after: Double, through: Double) async throws -> Double? {
+        try await rows("""
+            SELECT MIN(o.resend_at) FROM occurrence o JOIN participant p ON p.patient_id = o.patient_id
+            WHERE o.study_id = \(studyID) AND o.status = 'sent' AND o.resend_at > \(after) AND o.resend_at <= \(through)
+            AND NOT p.retired AND p.push_token IS NOT NULL AND p.token_unregistered_at IS NULL
+            AND NOT EXISTS (SELECT 1 FROM notification_report r WHERE r.patient_id = o.patient_id AND lower(r.uuid) = o.uuid)
+            """).first?.decode(Double?.self) ?? nil
+    }
+
+    func dueResends(studyID: String, at t: Double, patientID: String?) async throws -> [DueWork] {
+        let occurrences = try await rows("""
+            SELECT o.* FROM occurrence o WHERE o.study_id = \(studyID) AND o.status = 'sent' AND o.resend_at <= \(t)
+            AND (\(patientID)::text IS NULL OR o.patient_id = \(patientID))
+            AND NOT EXISTS (SELECT 1 FROM notification_report r WHERE r.patient_id = o.patient_id AND lower(r.uuid) = o.uuid)
+            ORDER BY o.patient_id, o.due_at
+            """).map(OccurrenceRecord.init(pg:))
+        guard !occurrences.isEmpty else { return [] }
+        let ids = Array(Set(occurrences.map(\.patientId)))
+        let people = try await rows("SELECT * FROM participant WHERE NOT retired AND patient_id = ANY(\(ids)::text[])").map(ParticipantRecord.init(pg:))
+        return DueWork.group(occurrences, people: people)
+    }
+
     func recordFiring(_ outcomes: [FiringOutcome], at t: Double) async throws {
         let pushes = outcomes.flatMap(\.records)
+        let resends = outcomes.flatMap(\.resendAt)
         let marks = outcomes.flatMap { o in o.sent.map { ($0.occurrence, "sent", $0.push) } + o.expired.map { ($0.occurrence, "expired", $0.push) } }
         var delivered: [String] = []
         var unregistered: [(String, String)] = []
@@ -431,12 +454,12 @@ extension PostgresStore {
             case .backOff(let until, let count): backOff.append((patientID, until, count))
             }
         }
-        try await transaction { [delivered, unregistered, backOff] connection in
+        try await transaction { [delivered, unregistered, backOff, resends] connection in
             for part in pushes.chunked(Self.chunk) {
                 try await self.insertValues(connection, """
                     INSERT INTO push (uuid, study_id, patient_id, survey_ids, schedule_uuids, due_at, sent_at, status, relay_status,
-                        relay_reason, nonce, relay_message_id)
-                    """, columns: 12, part) { binds, r in
+                        relay_reason, nonce, relay_message_id, resend)
+                    """, columns: 13, part) { binds, r in
                     binds.append(r.uuid)
                     binds.append(r.studyId)
                     binds.append(r.patientId)
@@ -449,7 +472,15 @@ extension PostgresStore {
                     binds.append(r.relayReason)
                     binds.append(r.nonce)
                     binds.append(r.relayMessageId)
+                    binds.append(r.resend)
                 }
+            }
+            for part in resends.chunked(Self.chunk) {
+                try await connection.query("""
+                    UPDATE occurrence SET resend_at = NULLIF(t.a, 'NaN'::float8)
+                    FROM UNNEST(\(part.map(\.occurrence))::text[], \(part.map { $0.at ?? .nan })::float8[]) AS t(u, a)
+                    WHERE occurrence.uuid = t.u
+                    """, logger: self.logger)
             }
             for part in marks.chunked(Self.chunk) {
                 try await connection.query("""

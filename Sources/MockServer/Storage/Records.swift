@@ -229,11 +229,13 @@ struct PushRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
     var relayReason: String?
     var nonce: String?
     var relayMessageId: String?
+    /// Whether the push re-sent occurrences whose receipt was not confirmed (Beiwe's resend, ``ResendRule``).
+    var resend = false
 
     enum CodingKeys: String, CodingKey {
         case seq, uuid, studyId = "study_id", patientId = "patient_id", surveyIds = "survey_ids", scheduleUuids = "schedule_uuids"
         case dueAt = "due_at", sentAt = "sent_at", status, relayStatus = "relay_status", relayReason = "relay_reason", nonce
-        case relayMessageId = "relay_message_id"
+        case relayMessageId = "relay_message_id", resend
     }
 
     var view: AdminWire.PushLogEntry {
@@ -243,7 +245,8 @@ struct PushRecord: Codable, FetchableRecord, PersistableRecord, Sendable {
             scheduleUUIDs: (try? WireJSON.decode([String].self, from: scheduleUuids)) ?? [],
             dueAt: WireTime.format(Date(timeIntervalSince1970: dueAt)),
             sentAt: sentAt.map { WireTime.format(Date(timeIntervalSince1970: $0)) },
-            status: status, relayStatus: relayStatus, relayReason: relayReason, nonce: nonce, relayMessageID: relayMessageId)
+            status: status, relayStatus: relayStatus, relayReason: relayReason, nonce: nonce, relayMessageID: relayMessageId,
+            resend: resend)
     }
 }
 

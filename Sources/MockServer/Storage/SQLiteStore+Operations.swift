@@ -412,13 +412,41 @@ extension SQLiteStore {
         }
     }
 
+    func nextResendMoment(studyID: String, after: Double, through: Double) async throws -> Double? {
+        try await read { db in
+            try Double.fetchOne(db, sql: """
+                SELECT MIN(o.resend_at) FROM occurrence o JOIN participant p ON p.patient_id = o.patient_id
+                WHERE o.study_id = ? AND o.status = 'sent' AND o.resend_at > ? AND o.resend_at <= ?
+                AND p.retired = 0 AND p.push_token IS NOT NULL AND p.token_unregistered_at IS NULL
+                AND NOT EXISTS (SELECT 1 FROM notification_report r WHERE r.patient_id = o.patient_id AND lower(r.uuid) = o.uuid)
+                """, arguments: [studyID, after, through])
+        }
+    }
+
+    func dueResends(studyID: String, at t: Double, patientID: String?) async throws -> [DueWork] {
+        try await read { db in
+            let rows = try OccurrenceRecord.fetchAll(db, sql: """
+                SELECT o.* FROM occurrence o WHERE o.study_id = ? AND o.status = 'sent' AND o.resend_at <= ?
+                AND (? IS NULL OR o.patient_id = ?)
+                AND NOT EXISTS (SELECT 1 FROM notification_report r WHERE r.patient_id = o.patient_id AND lower(r.uuid) = o.uuid)
+                ORDER BY o.patient_id, o.due_at
+                """, arguments: [studyID, t, patientID, patientID])
+            guard !rows.isEmpty else { return [] }
+            let people = try ParticipantRecord.fetchAll(db, sql: "SELECT * FROM participant WHERE retired = 0 AND patient_id IN (SELECT value FROM json_each(?))",
+                                                        arguments: [String(decoding: try JSONEncoder().encode(Array(Set(rows.map(\.patientId)))), as: UTF8.self)])
+            return DueWork.group(rows, people: people)
+        }
+    }
+
     func recordFiring(_ outcomes: [FiringOutcome], at t: Double) async throws {
         try await write { db in
             let mark = try db.cachedStatement(sql: "UPDATE occurrence SET status = ?, push_uuid = ? WHERE uuid = ?")
+            let resend = try db.cachedStatement(sql: "UPDATE occurrence SET resend_at = ? WHERE uuid = ?")
             for outcome in outcomes {
                 for record in outcome.records { try record.insert(db) }
                 for (occurrence, push) in outcome.sent { try mark.execute(arguments: ["sent", push, occurrence]) }
                 for (occurrence, push) in outcome.expired { try mark.execute(arguments: ["expired", push, occurrence]) }
+                for (occurrence, at) in outcome.resendAt { try resend.execute(arguments: [at, occurrence]) }
                 guard let patientID = outcome.records.first?.patientId else { continue }
                 switch outcome.update {
                 case .none: break

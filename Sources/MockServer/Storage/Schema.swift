@@ -169,6 +169,15 @@ enum Schema {
         migrator.registerMigration("v5-push-relay-message-id") { db in
             try db.execute(sql: "ALTER TABLE push ADD COLUMN relay_message_id TEXT")
         }
+        // Beiwe's resend of unconfirmed pushes (issue 50): each sent occurrence's next resend moment, and which pushes
+        // were resends.
+        migrator.registerMigration("v6-resend") { db in
+            try db.execute(sql: """
+                ALTER TABLE occurrence ADD COLUMN resend_at DOUBLE;
+                CREATE INDEX occurrence_resend ON occurrence(study_id, resend_at) WHERE resend_at IS NOT NULL;
+                ALTER TABLE push ADD COLUMN resend INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

@@ -159,6 +159,12 @@ protocol Store: Sendable {
     func dueWork(studyID: String, at: Double, patientID: String?) async throws -> [DueWork]
     /// Records what one due moment's pushes did, in one transaction.
     func recordFiring(_ outcomes: [FiringOutcome], at: Double) async throws
+    /// The earliest resend moment (`occurrence.resend_at`, ``ResendRule``) in `(after, through]` of the study's sent
+    /// occurrences whose receipt their participant has not reported: a resend a clock move must walk.
+    func nextResendMoment(studyID: String, after: Double, through: Double) async throws -> Double?
+    /// Sent, unconfirmed occurrences whose resend moment is due by `at`, grouped by active participant; with
+    /// `patientID`, only that participant's.
+    func dueResends(studyID: String, at: Double, patientID: String?) async throws -> [DueWork]
 
     /// Runs `body` holding the study's scheduling lock exclusively (across instances where the store is shared). Work
     /// in one process queues; with `wait: false`, returns nil when another instance keeps the lock for longer than a
@@ -235,7 +241,10 @@ struct PlanChanges: Sendable {
 /// One participant's pending occurrences at a due moment.
 struct DueWork: Sendable {
     var participant: ParticipantRecord
+    /// Pending occurrences due.
     var occurrences: [OccurrenceRecord]
+    /// Sent occurrences whose resend is due (``ResendRule``): they ride on the same push.
+    var resends: [OccurrenceRecord] = []
 }
 
 /// What one participant's turn at a due moment produced.
@@ -249,6 +258,8 @@ struct FiringOutcome: Sendable {
     var records: [PushRecord] = []
     var sent: [(occurrence: String, push: String)] = []
     var expired: [(occurrence: String, push: String)] = []
+    /// Each sent occurrence's next resend moment (``ResendRule``; nil: none).
+    var resendAt: [(occurrence: String, at: Double?)] = []
     var update: ParticipantUpdate = .none
 }
 
