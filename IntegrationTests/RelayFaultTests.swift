@@ -90,6 +90,10 @@ extension Integration {
             try await trio.control.setFaults(.init(seed: 1, duplicateRate: 1))
             for n in 0..<3 { _ = try await device.send(n) }
             #expect(await device.collect(for: .milliseconds(300)).map(\.n) == [0, 0, 1, 1, 2, 2])
+            // The relay's trace shows each copy (issue 50): two deliveries a message, the second naming the fault.
+            let delivered = try await trio.control.trace(token: device.token, event: "delivered")
+            #expect(delivered.count == 6, "\(delivered)")
+            #expect(delivered.filter { $0["detail"]?.stringValue == "a second copy (fault: duplicate)" }.count == 3)
 
             let delayed = try await RawDevice.connect(trio)
             try await trio.control.setFaults(.init(seed: 1, delayMs: .init(min: 250, max: 300)))

@@ -371,7 +371,14 @@ actor RelayHub {
         }
         for (index, item) in items.enumerated() {
             let copies = plan.duplicate[index] ? 2 : 1
-            if copies == 2 { countFault("duplicate") }
+            if copies == 2 {
+                countFault("duplicate")
+                // The copy is a delivery of its own in the trace (issue 50: the trace showed a duplicated message once, so
+                // a test could not see from the relay that the fault fired).
+                if case .push(let message) = item {
+                    record([TraceEntry(messageID: message.id, token: token, event: "delivered", at: now(), detail: "a second copy (fault: duplicate)")])
+                }
+            }
             for _ in 0..<copies {
                 if plan.delays[index] > 0 {
                     countFault("delay")
