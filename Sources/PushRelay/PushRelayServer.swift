@@ -132,6 +132,7 @@ public struct PushRelayServer: Sendable {
         let routes = RouteTableBox()
         router.add(middleware: RequestJournalMiddleware(journal: journal, prefix: "/__control", subject: Self.subject))
         router.add(middleware: RequestMetricsMiddleware(metrics: metrics))
+        router.add(middleware: APNsRefusalMiddleware())
         router.add(middleware: JSONErrorMiddleware(routes: routes, logger: Logger(label: "push-relay")))
         router.add(middleware: ControlPlaneGuard(prefix: "/__control", token: configuration.controlToken, bound: bound))
         ProviderRoutes(hub: hub, configuration: configuration, auth: apnsAuth).add(to: router)

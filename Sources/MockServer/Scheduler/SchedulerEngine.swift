@@ -255,7 +255,11 @@ final class SchedulerEngine: Sendable {
             }
             return results
         }
-        try await store.recordFiring(attempts, at: t)
+        // What the relay was sent is recorded whatever happens to the request walking the clock (issue 51): a client
+        // that left mid-walk cancelled this write on PostgreSQL, and the pushes the relay had accepted went out again.
+        // An unstructured task does not inherit the caller's cancellation; the walk stops at its next moment instead.
+        let store = self.store
+        try await Task { try await store.recordFiring(attempts, at: t) }.value
         return attempts.flatMap(\.records).sorted { ($0.patientId, $0.dueAt) < ($1.patientId, $1.dueAt) }
     }
 

@@ -239,6 +239,14 @@ final class PostgresStore: Store {
     /// Runs `lock` on one connection of the lock pool, `body` (whose queries use the query pool), then `unlock`,
     /// whatever `body` does. With a `timeout`, a lock not granted within it returns nil (SQLSTATE 55P03,
     /// `lock_not_available`); the timeout is reset whatever the lock query did, so no pooled connection keeps it.
+    ///
+    /// A lock never outlives its request (issue 51). postgres-nio does not cancel a query whose task is cancelled: a
+    /// lock request abandoned while it waited (the client left, the request's deadline passed) stayed queued on its
+    /// session, the connection went back to the pool, and PostgreSQL later granted the lock to that idle session, with
+    /// nobody to release it: the study could not be walked again until the instance restarted. So whenever a lock
+    /// request or its release does not end in PostgreSQL's own answer, the session is ended instead of being returned
+    /// (``discard(_:)``): PostgreSQL drops every lock a session holds or waits for when it ends. The release itself runs
+    /// shielded from the request's cancellation (work that must finish once started).
     private func holdingAdvisoryLocks<T: Sendable>(lock: PostgresQuery, unlock: PostgresQuery, timeout: String?,
                                                    _ body: @Sendable () async throws -> T) async throws -> T? {
         try await withLeaseLimit(body) { [logger] body, leased in
@@ -254,13 +262,26 @@ final class PostgresStore: Store {
                     try await connection.query(lock, logger: logger).collect()
                 }
             } catch {
-                if timeout != nil { _ = try? await connection.query("RESET lock_timeout", logger: logger) }
-                if let error = error as? PSQLError, timeout != nil, error.serverInfo?[.sqlState] == "55P03" { return nil }
+                let state = (error as? PSQLError)?.serverInfo?[.sqlState]
+                if state == nil {
+                    // Cancelled, timed out or lost: the request may still be queued on the session and be granted later.
+                    await Self.discard(connection, logger: logger)
+                } else if timeout != nil {
+                    _ = try? await connection.query("RESET lock_timeout", logger: logger)
+                }
+                if state == "55P03", timeout != nil { return nil }
                 throw PostgresStoreError.refusal(error)
             }
             if timeout != nil { try await connection.query("RESET lock_timeout", logger: logger) }
-            // The unlock is bounded too; a connection that died took its session's locks with it.
-            let release = { @Sendable [logger] in _ = try await self.bounded("an unlock", on: connection) { try await connection.query(unlock, logger: logger) } }
+            // The unlock is bounded too, and runs whatever happens to the request's task; a session whose unlock did not
+            // answer is ended (a connection that died took its session's locks with it).
+            let release = { @Sendable [logger] () async throws -> Void in
+                let done = Task { try await self.bounded("an unlock", on: connection) { _ = try await connection.query(unlock, logger: logger).collect() } }
+                do { try await done.value } catch {
+                    await Self.discard(connection, logger: logger)
+                    throw error
+                }
+            }
             do {
                 let value = try await body()
                 do { try await release() } catch {
@@ -275,6 +296,14 @@ final class PostgresStore: Store {
             }
             }
         }
+    }
+
+    /// Ends a lock connection's session rather than returning it to the pool with a lock request of unknown fate: the
+    /// pool opens a new connection in its place, and PostgreSQL releases whatever the session held or waited for.
+    private static func discard(_ connection: PostgresConnection, logger: Logger) async {
+        guard !connection.isClosed else { return }
+        logger.info("lock connection discarded: a lock request or release did not finish")
+        try? await connection.close()
     }
 
     /// What a child of ``withLeaseLimit(_:_:)`` ended with: the work's value, or the watch saw the lease in time.

@@ -13,28 +13,10 @@ struct ProviderRoutes {
     static let apnsPushTypes: Set<String> = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets", "controls"]
     static let thirtyDaysMillis: Int64 = 30 * 86400 * 1000
 
-    /// Every method but POST on a device path: 405 `MethodNotAllowed`, as APNs answers (PROTOCOL.md §9).
-    static let otherMethods: [HTTPRequest.Method] = [.get, .put, .delete, .patch, .head, .options]
-
     func add(to router: Router<BasicRequestContext>) {
         router.post("/3/device/{token}") { request, context in try await apns(request, context) }
         router.post("/3/device") { _, _ -> Response in
             throw RawJSONError(.badRequest, body: RelayWire.APNsError(reason: "MissingDeviceToken"))
-        }
-        for method in Self.otherMethods {
-            for path in ["/3/device/{token}", "/3/device"] {
-                router.on(RouterPath(path), method: method) { _, _ -> Response in
-                    throw RawJSONError(.methodNotAllowed, body: RelayWire.APNsError(reason: "MethodNotAllowed"))
-                }
-            }
-        }
-        // Any other path under APNs' `/3/`: 404 `BadPath` with APNs' body.
-        for method in Self.otherMethods + [.post] {
-            for path in ["/3", "/3/**"] {
-                router.on(RouterPath(path), method: method) { _, _ -> Response in
-                    throw RawJSONError(.notFound, body: RelayWire.APNsError(reason: "BadPath"))
-                }
-            }
         }
     }
 
