@@ -20,12 +20,15 @@ struct ScaleOutTests {
     final class Deployment: Sendable {
         let relay: ServerProcess
         let servers: [ServerProcess]
+        /// The database's URL (for `psql`).
+        let database: String
         let http = TransportClient()
         var admins: [AdminClient] { servers.map { AdminClient(baseURL: $0.url, http: http) } }
         var control: RelayControlClient { RelayControlClient(baseURL: relay.url, http: http) }
 
         init(instances: Int) async throws {
             let database = try await TestPostgres.createDatabase(prefix: "scaleout")
+            self.database = database
             let logs = temporaryDirectory("scaleout")
             let parent = String(getpid())
             relay = try await ServerProcess.launch(executable: try Executables.locate("push-relay"), arguments: ["--port", "0", "--parent-pid", parent],
@@ -156,6 +159,82 @@ struct ScaleOutTests {
             #expect(accepted >= final && accepted - final <= people.count)
             print("killed with \(sentAtKill) pushes recorded; \(final) after the survivor's ticks; relay accepted \(accepted)")
             #expect(final > sentAtKill, "the surviving instance sent what the killed one left (\(sentAtKill) then \(final))")
+        } catch {
+            await d.stop()
+            throw error
+        }
+        await d.stop()
+    }
+
+    /// Runs SQL with `psql` against the deployment's database; returns its output (unaligned, tuples only).
+    static func psql(_ d: Deployment, _ sql: String) async throws -> String {
+        let run = try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), ["psql", "-X", "-q", "-A", "-t", d.database, "-c", sql])
+        #expect(run.status == 0, "\(sql): \(run.errors)")
+        return run.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Advisory locks granted to sessions idle for over two seconds: a lock nobody will release.
+    static func idleHolders(_ d: Deployment) async throws -> Int {
+        Int(try await psql(d, """
+            SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.locktype = 'advisory' AND l.granted AND a.state = 'idle' AND a.state_change < now() - interval '2 seconds'
+            """)) ?? -1
+    }
+
+    /// Issue 51: while another session held a study's lock, requests on instance B that waited for it were abandoned by
+    /// their clients; when the holder let go, B's pooled connections were granted the locks the abandoned requests had
+    /// asked for and kept them, idle, so instance A could no longer move the study's clock. Now an abandoned wait ends
+    /// its session, and so does a lock connection killed while it waits: no idle holder, and both instances schedule.
+    @Test(arguments: ["abandoned", "killed"])
+    func aLockNeverOutlivesTheRequestThatAskedForIt(_ how: String) async throws {
+        let d = try await Deployment(instances: 2)
+        do {
+            let admin = d.admins[0]
+            let study = try await admin.createStudy(.init(name: "locks", timezone: "UTC", scheduling: "server",
+                                                          clock: .init(frozenAt: WireTime.format(Date().addingTimeInterval(-3600)))))
+            _ = try await admin.createSurvey(study: study.studyID, moodSurvey)
+            // Another session holds the study's lock for four seconds (as a long walk on a third instance would).
+            let holder = Task {
+                try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), ["psql", "-X", "-q", d.database, "-c",
+                    "SELECT pg_advisory_lock(hashtextextended('\(study.studyID)', 1)); SELECT pg_sleep(4);"])
+            }
+            #expect(try await eventually(.seconds(5)) {
+                Int(try await Self.psql(d, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")) ?? 0 >= 1
+            })
+            // Three clock moves on instance B wait for it.
+            let body = #"{"advance_seconds": 60}"#
+            var waiting: [RawSocket] = []
+            for _ in 0..<3 {
+                let socket = try RawSocket(d.servers[1].url)
+                try socket.send("POST /__admin/studies/\(study.studyID)/clock HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
+                waiting.append(socket)
+            }
+            #expect(try await eventually(.seconds(5)) {
+                Int(try await Self.psql(d, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")) ?? 0 >= 1
+            })
+            if how == "abandoned" {
+                // Their clients give up after a second, as any client with a timeout does.
+                try await Task.sleep(for: .seconds(1))
+                for socket in waiting { socket.abort() }
+            } else {
+                // Their lock connections are killed while they wait.
+                _ = try await Self.psql(d, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+            }
+            _ = try await holder.value
+            // Within seconds of the holder letting go: no lock is held by an idle session, and instance A moves the clock.
+            #expect(try await eventually(.seconds(6)) { try await Self.idleHolders(d) == 0 }, "an idle session still holds a study lock")
+            let started = ContinuousClock.now
+            var request = try TransportRequest.json(d.servers[0].url + "/__admin/studies/\(study.studyID)/clock",
+                                                     body: ["advance_seconds": 60] as JSONValue)
+            request.timeout = .seconds(10)
+            let moved = try await d.http.send(request)
+            #expect(moved.status == 200, "\(String(decoding: moved.body, as: UTF8.self))")
+            #expect(ContinuousClock.now - started < .seconds(5), "instance A waited \(ContinuousClock.now - started) for the study's lock")
+            let onB = try await AdminClient(baseURL: d.servers[1].url, http: d.http).advanceClock(study: study.studyID, seconds: 60)
+            #expect(onB.mode == "frozen")
+            #expect(try await Self.idleHolders(d) == 0)
+            for socket in waiting { socket.close() }
         } catch {
             await d.stop()
             throw error
