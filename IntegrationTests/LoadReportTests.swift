@@ -8,11 +8,11 @@ import TrioTesting
 
 /// A stand-in Beiwe server without the trio's admin API (IntegrationTests/Fixtures/standin-server.py), answering
 /// registrations after `delayMs`.
-func withStandIn<T>(delayMs: Int, _ body: (String) async throws -> T) async throws -> T {
+func withStandIn<T>(delayMs: Int, options: [String] = [], _ body: (String) async throws -> T) async throws -> T {
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/standin-server.py")
     let log = temporaryDirectory("standin").appendingPathComponent("standin.log")
     let server = try await ServerProcess.launch(executable: URL(fileURLWithPath: "/usr/bin/env"),
-                                                arguments: ["python3", script.path, String(delayMs)], logFile: log)
+                                                arguments: ["python3", script.path, String(delayMs)] + options, logFile: log)
     do {
         let result = try await body(server.url)
         await server.stop()
@@ -48,6 +48,44 @@ extension Integration {
                                                  "--concurrency", "2", "--duration", "300ms"]) == 0)
             #expect(try await LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path,
                                                  "--concurrency", "2", "--duration", "300ms", "--verify", "on"]) == 99)
+        }
+    }
+
+    /// Issue 54, against a server that is not ours: `--header` reaches it on every request (behind a gateway that wants
+    /// a key, the run without it fails 401), `--timezones` spreads the participants over the zones given, and a 200
+    /// whose body is not the route's JSON (a gateway's login page) is an error of its own, `register_user:not_json`.
+    @Test func headersZonesAndResponseChecksAgainstAServerThatIsNotOurs() async throws {
+        let record = temporaryDirectory("standin-record").appendingPathComponent("forms.jsonl")
+        let file = temporaryDirectory("standin-load").appendingPathComponent("p.json")
+        try Data(#"{"participants": [{"patient_id": "a1", "password": "pw"}, {"patient_id": "a2", "password": "pw"}, {"patient_id": "a3", "password": "pw"}]}"#.utf8)
+            .write(to: file)
+        let report = temporaryDirectory("standin-report").appendingPathComponent("r.json")
+        try await withStandIn(delayMs: 0, options: ["--require-header", "X-Gateway-Key: k1", "--record", record.path]) { url in
+            let base = ["load", "register", "--server", url, "--participants-file", file.path, "--concurrency", "1", "--duration", "300ms",
+                        "--report", report.path]
+            #expect(try await LoadToolTests.surveyCLI(base + ["--threshold", "errors<1%"]) == 99, "without the key every registration is refused")
+            let refused = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
+            #expect(refused.errors.keys.sorted() == ["register_user:401"], "\(refused.errors)")
+            try? FileManager.default.removeItem(at: record)
+            #expect(try await LoadToolTests.surveyCLI(base + ["--header", "X-Gateway-Key: k1", "--timezones", "America/Chicago,Europe/Berlin",
+                                                        "--threshold", "errors<1%"]) == 0)
+            let passed = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
+            #expect(passed.totals.failed == 0 && passed.totals.succeeded > 0)
+            #expect(passed.run?.options["header"] == "X-Gateway-Key", "the report names the header, never its value")
+            let forms = try String(contentsOf: record, encoding: .utf8).split(separator: "\n").map { try WireJSON.decode([String: String].self, from: String($0)) }
+            let zones = Dictionary(forms.map { ($0["patient_id"] ?? "", $0["timezone"] ?? "") }, uniquingKeysWith: { a, _ in a })
+            #expect(zones == ["a1": "America/Chicago", "a2": "Europe/Berlin", "a3": "America/Chicago"], "\(zones)")
+        }
+        try await withStandIn(delayMs: 0, options: ["--html-200"]) { url in
+            #expect(try await LoadToolTests.surveyCLI(["load", "register", "--server", url, "--participants-file", file.path, "--concurrency", "1",
+                                                 "--duration", "300ms", "--report", report.path]) == 0)
+            let html = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
+            #expect(html.totals.succeeded == 0 && html.errors.keys.sorted() == ["register_user:not_json"], "\(html.errors)")
+        }
+        // Bad flags are refused with the flag named.
+        for bad in [["--header", "no colon"], ["--header", "Host: x"], ["--timezones", "Mars/Olympus"]] {
+            #expect(try await LoadToolTests.surveyCLI(["load", "register", "--server", "http://127.0.0.1:9", "--participants-file", file.path,
+                                                 "--concurrency", "1"] + bad) == 64, "\(bad)")
         }
     }
 

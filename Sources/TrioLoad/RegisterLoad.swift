@@ -31,8 +31,12 @@ public struct RegisterLoadOptions: Sendable {
     public var warmup: Duration
     /// Also download the survey list after registering.
     public var download: Bool
-    /// The `timezone` each registration sends.
+    /// The `timezone` each registration sends (`timeZones`, when given, spreads the participants over several).
     public var timeZone: String
+    /// `--timezones`: participant `i` registers in zone `i mod n` (empty: every one in ``timeZone``).
+    public var timeZones: [String] = []
+    /// `--header`: extra headers every request of an iteration carries (a gateway's key, an auth token).
+    public var headers: [(name: String, value: String)] = []
     /// Register as iOS devices (the `/ios` route variants) instead of Android.
     public var ios: Bool
     /// Only `GET /__admin/health` per iteration: the same tool's baseline for a server's request overhead.
@@ -65,6 +69,11 @@ public struct RegisterLoadOptions: Sendable {
         self.ios = ios
     }
 
+    /// The zone participant `index` registers in: `timeZones` in turn, else ``timeZone``.
+    public func zone(forParticipant index: Int) -> String {
+        timeZones.isEmpty ? timeZone : timeZones[index % timeZones.count]
+    }
+
     /// In-flight requests the model allows at most (the closed model's devices, the open model's limit).
     public var maxConcurrent: Int {
         switch model {
@@ -90,15 +99,17 @@ final class RegisterPlugin: LoadPlugin {
         self.options = options
         self.http = http
         hashes = options.healthOnly ? [] : options.participants.map { BeiwePassword.deviceHash($0.password) }
-        forms = options.healthOnly || options.relay != nil ? [] : zip(options.participants, hashes).map { who, hash in
-            RegisterLoad.registrationForm(who: who, passwordHash: hash, timeZone: options.timeZone, token: RegisterLoad.fixedToken(who)).encoded()
+        forms = options.healthOnly || options.relay != nil ? [] : zip(options.participants, hashes).enumerated().map { index, pair in
+            RegisterLoad.registrationForm(who: pair.0, passwordHash: pair.1, timeZone: options.zone(forParticipant: index),
+                                          token: RegisterLoad.fixedToken(pair.0)).encoded()
         }
     }
 
     func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
         let who = options.participants[index % options.participants.count]
         let server = options.servers[index % options.servers.count]
-        let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: options.timeZone,
+        let zone = options.zone(forParticipant: index % options.participants.count)
+        let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: zone,
                                                       passwordHash: hashes.isEmpty ? nil : hashes[index % hashes.count],
                                                       encodedForm: forms.isEmpty ? nil : forms[index % forms.count],
                                                       step: { name, micros in recorder.step(name, micros: micros) })
@@ -124,6 +135,11 @@ public enum RegisterLoad {
                                       step: @Sendable (String, UInt64) -> Void = { _, _ in }) async -> String? {
         let server = server ?? options.server
         let suffix = options.ios ? "/ios" : ""
+        func with(_ request: TransportRequest) -> TransportRequest {
+            var request = request
+            request.headers += options.headers
+            return request
+        }
         func timed<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
             let began = ContinuousClock.now
             let result = try await body()
@@ -132,14 +148,14 @@ public enum RegisterLoad {
         }
         do {
             if options.healthOnly {
-                let response = try await http.send(TransportRequest(url: server + "/__admin/health"))
+                let response = try await http.send(with(TransportRequest(url: server + "/__admin/health")))
                 return response.status == 200 ? nil : "health:\(response.status)"
             }
             let hashed = passwordHash ?? BeiwePassword.deviceHash(who.password)
             var token = fixedToken(who)
             if let relay = options.relay {
                 let response = try await timed("relay_token") {
-                    try await http.send(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: options.ios ? "ios" : "android", appID: "load")))
+                    try await http.send(with(.json(relay + "/v1/devices", body: RelayWire.DeviceRequest(platform: options.ios ? "ios" : "android", appID: "load"))))
                 }
                 guard response.status == 201, let t = try? response.decode(RelayWire.TokenResponse.self).token else {
                     return "relay_token:\(response.status)"
@@ -154,17 +170,21 @@ public enum RegisterLoad {
             } else {
                 body = registrationForm(who: who, passwordHash: hashed, timeZone: timeZone, token: token).encoded() + device
             }
-            let registered = try await timed("register") { try await http.send(.form(server + "/register_user" + suffix, body)) }
+            let registered = try await timed("register") { try await http.send(with(.form(server + "/register_user" + suffix, body))) }
             guard registered.status == 200 else {
                 return "register_user:\(registered.status)" + ((try? registered.decode(ErrorBody.self)).map { ":" + $0.error.code } ?? "")
             }
+            // A 2xx that is not the JSON object the route answers (a gateway's HTML page, an empty body) is an error of
+            // its own kind, not a success.
+            guard case .object? = try? JSONParser.parse(registered.body) else { return "register_user:not_json" }
             if options.download {
                 var list = FormBody()
                 list["patient_id"] = who.patientID
                 list["password"] = hashed
                 list["device_id"] = "load-device-\(index)"
-                let surveys = try await timed("download") { try await http.send(.form(server + "/download_surveys" + suffix, list.encoded())) }
+                let surveys = try await timed("download") { try await http.send(with(.form(server + "/download_surveys" + suffix, list.encoded()))) }
                 guard surveys.status == 200 else { return "download_surveys:\(surveys.status)" }
+                guard case .array? = try? JSONParser.parse(surveys.body) else { return "download_surveys:not_json" }
             }
             return nil
         } catch let error as TransportError {
@@ -313,3 +333,35 @@ public enum LoadSetup {
         return Result(server: server, studyID: study.studyID, participants: created)
     }
 }
+
+extension RegisterLoadOptions {
+    /// `--header 'Name: value'`: a token name (no spaces, no control characters) and a value without line breaks.
+    public static func header(parsing text: String) throws(LoadUsageError) -> (name: String, value: String) {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw LoadUsageError(flag: "--header", message: "'\(text)' is not 'Name: value'")
+        }
+        let name = String(text[..<colon]).trimmingCharacters(in: .whitespaces)
+        let value = String(text[text.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+        let token = name.unicodeScalars.allSatisfy { $0.isASCII && $0.value > 32 && $0.value < 127 && !"()<>@,;:\\\"/[]?={}".unicodeScalars.contains($0) }
+        guard !name.isEmpty, token else { throw LoadUsageError(flag: "--header", message: "'\(name)' is not a header name") }
+        guard !value.contains(where: { $0 == "\r" || $0 == "\n" }) else {
+            throw LoadUsageError(flag: "--header", message: "the value of \(name) has a line break")
+        }
+        guard !["host", "content-length", "transfer-encoding", "connection"].contains(name.lowercased()) else {
+            throw LoadUsageError(flag: "--header", message: "\(name) is set by the load tool")
+        }
+        return (name, value)
+    }
+
+    /// `--timezones Z1,Z2,...`: tz database names (nil: none given).
+    public static func zones(parsing text: String?) throws(LoadUsageError) -> [String] {
+        guard let text else { return [] }
+        let zones = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !zones.isEmpty else { throw LoadUsageError(flag: "--timezones", message: "give one or more tz database names") }
+        for zone in zones where TimeZone(identifier: zone) == nil {
+            throw LoadUsageError(flag: "--timezones", message: "'\(zone)' is not a tz database name")
+        }
+        return zones
+    }
+}
+

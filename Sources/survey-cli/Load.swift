@@ -76,6 +76,10 @@ struct LoadRegisterCommand: AsyncParsableCommand {
     @Option(help: "Write a self-contained HTML report (charts as inline SVG) here.") var html: String?
     @Option(help: "Use only the I-th of N disjoint slices of the participants, e.g. 2/4 (one slice per machine).") var shard: String?
     @Option(help: "Per-request timeout, e.g. 30s.") var timeout = "30s"
+    @Option(name: .customLong("header"), help: "An extra header on every request, 'Name: value' (a gateway's key, a token). Repeatable.")
+    var headers: [String] = []
+    @Option(help: "Time zones the participants register in, spread over them in turn, e.g. America/Chicago,Europe/Berlin (default America/New_York).")
+    var timezones: String?
 
     /// Every option as given or defaulted, for the report.
     var recorded: [String: String] {
@@ -91,13 +95,19 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         if let concurrency { options["concurrency"] = String(concurrency) }
         if let shard { options["shard"] = shard }
         if !thresholds.isEmpty { options["threshold"] = thresholds.joined(separator: " ") }
+        // Header names only: their values may be secrets.
+        if !headers.isEmpty { options["header"] = headers.map { String($0.prefix { $0 != ":" }) }.joined(separator: ",") }
+        if let timezones { options["timezones"] = timezones }
         return options
     }
 
     func run() async throws {
         let durationValue: Duration, warmupValue: Duration, parsedThresholds: [Threshold], model: RegisterLoadOptions.Model
         let verifyMode: RegisterLoadOptions.Verify, timeoutValue: Duration, client: LoadClient, tick: Duration
+        let extraHeaders: [(name: String, value: String)], zones: [String]
         do {
+            extraHeaders = try headers.map(RegisterLoadOptions.header(parsing:))
+            zones = try RegisterLoadOptions.zones(parsing: timezones)
             tick = try parsePacingTick(pacingTick)
             guard let chosen = LoadClient(rawValue: httpClient) else { throw LoadUsageError(flag: "--http-client", message: "must be nio or curl") }
             client = chosen
@@ -154,6 +164,8 @@ struct LoadRegisterCommand: AsyncParsableCommand {
         options.recordedOptions = recorded
         options.client = client
         options.pacingTick = tick
+        options.headers = extraHeaders
+        options.timeZones = zones
         for warning in RegisterLoad.warnings(options) { FileHandle.standardError.write(Data("load: warning: \(warning)\n".utf8)) }
         var result = try await RegisterLoad.run(options, http: http) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
