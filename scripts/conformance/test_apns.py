@@ -187,7 +187,10 @@ def case_bad_path(relay, p, d):
 
 def case_method_not_allowed(relay, p, d):
     for method in ("GET", "PUT", "DELETE"):
-        expect(push(relay, p, d, method=method, body=b""), 405, "MethodNotAllowed")
+        result = push(relay, p, d, method=method, body=b"")
+        expect(result, 405, "MethodNotAllowed")
+        allow = {name.lower(): value for name, value in result[3].items()}.get("allow", "")
+        assert "POST" in allow, result[3]  # RFC 9110: a 405 names the methods the path takes
 
 
 def case_expired_token(relay, p, d):

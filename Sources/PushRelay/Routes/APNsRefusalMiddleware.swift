@@ -13,7 +13,8 @@ struct APNsRefusalMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError where Self.isAPNsPath(request.uri.path) && (error.status == .notFound || error.status == .methodNotAllowed) {
             let reason = error.status == .notFound ? "BadPath" : "MethodNotAllowed"
-            throw RawJSONError(error.status, body: RelayWire.APNsError(reason: reason))
+            // The refusal's headers stay (a 405's `Allow`, which RFC 9110 requires).
+            throw RawJSONError(error.status, body: RelayWire.APNsError(reason: reason), headers: error.headers)
         }
     }
 
