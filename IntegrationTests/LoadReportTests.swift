@@ -233,6 +233,33 @@ extension Integration {
         #expect(RegisterLoad.warnings(options).count == 1)
         let enough = RegisterLoadOptions(server: "http://x", participants: Self.people, model: .closed(concurrency: 8), duration: .seconds(1))
         #expect(RegisterLoad.warnings(enough).isEmpty)
+        // The open model: participants against the rate, not against the in-flight limit (issue 54).
+        let fast = RegisterLoadOptions(server: "http://x", participants: Self.people, model: .open(RateSchedule(constant: 500), maxInFlight: 100),
+                                       duration: .seconds(1))
+        #expect(RegisterLoad.warnings(fast).first?.contains("500 starts a second") == true)
+        let slow = RegisterLoadOptions(server: "http://x", participants: Self.people, model: .open(RateSchedule(constant: 50), maxInFlight: 1000),
+                                       duration: .seconds(1))
+        #expect(RegisterLoad.warnings(slow).isEmpty)
+    }
+
+    /// Issue 54: the messages a new user met. `--setup` against a server without the admin API says so and names
+    /// `--participants-file`; an unreachable server is not "no admin API"; `--threshold` lists every metric.
+    @Test func errorMessagesSayWhatToDo() async throws {
+        try await withStandIn(delayMs: 0) { url in
+            let run = try await ChildProcess.run(Executables.url("survey-cli"), ["load", "register", "--server", url, "--setup", "10",
+                                                                                 "--concurrency", "1", "--duration", "200ms"])
+            #expect(run.status != 0 && run.errors.contains("has no admin API") && run.errors.contains("--participants-file"), "\(run.errors)")
+        }
+        let unreachable = try await ChildProcess.run(Executables.url("survey-cli"), ["load", "register", "--server", "http://127.0.0.1:9",
+                                                                                     "--setup", "10", "--concurrency", "1"])
+        #expect(unreachable.status != 0 && unreachable.errors.contains("could not be reached") && !unreachable.errors.contains("admin API"),
+                "\(unreachable.errors)")
+        do {
+            _ = try Threshold(parsing: "latency<5ms")
+            Issue.record("an unknown metric was taken")
+        } catch {
+            #expect("\(error)".contains("errors") && "\(error)".contains("rate") && "\(error)".contains("STEP.pN"), "\(error)")
+        }
     }
 
     @Test func stepThresholdsNameAStep() throws {

@@ -108,7 +108,7 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
         self.text = text
         let ops = ["<=", ">=", "<", ">"]
         guard let op = ops.first(where: { text.contains($0) }), let range = text.range(of: op) else {
-            throw LoadUsageError(flag: "--threshold", message: "'\(text)' needs <, <=, > or >=")
+            throw LoadUsageError(flag: "--threshold", message: "'\(text)' needs <, <=, > or >=: " + Self.metrics)
         }
         var name = String(text[..<range.lowerBound]).trimmingCharacters(in: .whitespaces)
         if let dot = name.firstIndex(of: "."), name[name.index(after: dot)...].hasPrefix("p") || name[name.index(after: dot)...] == "max" {
@@ -139,11 +139,16 @@ public struct Threshold: Sendable, Equatable, CustomStringConvertible {
             } else if name.hasPrefix("p"), let p = Double(name.dropFirst()), p > 0, p <= 100 {
                 metric = .percentile(p)
             } else {
-                throw LoadUsageError(flag: "--threshold", message: "unknown metric '\(name)' (p50, p99, p99.9, max, errors, rate)")
+                throw LoadUsageError(flag: "--threshold", message: "unknown metric '\(name)': " + Self.metrics)
             }
             limit = try parseDuration(value, flag: "--threshold").seconds * 1000
         }
     }
+
+    /// Every metric a rule takes, for the error messages.
+    static let metrics = "the metrics are pN (any percentile: p50, p90, p99, p99.9) and max, as a duration (p99<50ms); errors, "
+        + "as a percentage (errors<0.1%); rate, per second (rate>1000/s); and STEP.pN or STEP.max for one step's latency "
+        + "(register.p99<50ms; steps: relay_token, register, download)"
 
     /// Whether a report passes.
     public func passes(_ report: LoadReport) -> Bool {

@@ -213,10 +213,23 @@ public enum RegisterLoad {
     /// Warnings about a run's set-up (printed before it starts).
     public static func warnings(_ options: RegisterLoadOptions) -> [String] {
         var result: [String] = []
-        if !options.healthOnly, options.participants.count < options.maxConcurrent {
-            result.append("only \(options.participants.count) participants for up to \(options.maxConcurrent) iterations in flight: the same "
-                          + "participant will register twice at once (the real Beiwe server answers 500 to a second registration "
-                          + "within one second)")
+        guard !options.healthOnly else { return result }
+        let people = options.participants.count
+        switch options.model {
+        case .closed(let concurrency) where people < concurrency:
+            result.append("only \(people) participants for \(concurrency) devices looping: the same participant will register twice at once "
+                          + "(the real Beiwe server answers 500 to a second registration within one second)")
+        case .open(let schedule, _):
+            // What matters is how often one participant comes round: with fewer participants than starts a second,
+            // each registers again within the second (whatever the in-flight limit).
+            let peak = schedule.points.map(\.rate).max() ?? 0
+            if Double(people) < peak {
+                result.append("only \(people) participants for up to \(Int(peak)) starts a second: each participant registers again within "
+                              + "a second (the real Beiwe server answers 500 to a second registration within one second); give at least "
+                              + "\(Int(peak.rounded(.up))) participants")
+            }
+        default:
+            break
         }
         return result
     }
@@ -253,8 +266,15 @@ public enum RegisterLoad {
     static func verify(_ options: RegisterLoadOptions, http: any HTTPTransport, on executors: [any TaskExecutor] = [], registered: Set<String>, since: Date) async -> (Bool?, String) {
         if options.verify == .off { return (nil, "not checked (--verify off)") }
         let admin = options.server + "/__admin"
-        let healthy = (try? await http.send(TransportRequest(url: admin + "/health")).status) == 200
-        guard healthy else {
+        let health: Int?
+        do {
+            health = try await http.send(TransportRequest(url: admin + "/health")).status
+        } catch {
+            // Unreachable is not "no admin API": say which.
+            let reason = "\(options.server) could not be reached for the correctness pass (\(error))"
+            return options.verify == .auto ? (nil, "skipped: " + reason) : (false, "--verify on, but " + reason)
+        }
+        guard health == 200 else {
             if options.verify == .auto {
                 return (nil, "skipped: \(options.server) has no admin API (GET /__admin/health did not answer 200); --verify on requires one")
             }
@@ -323,6 +343,18 @@ public enum LoadSetup {
 
     /// Creates a study (`server` or `device` scheduling) and `participants` participants on `server`.
     public static func run(server: String, participants: Int, scheduling: String, perParticipantKeys: Bool, http: TransportClient) async throws -> Result {
+        // Said before anything else: a server that cannot be reached, and one without the trio's admin API, each for what it is.
+        let health: TransportResponse
+        do {
+            health = try await http.send(TransportRequest(url: server + "/__admin/health"))
+        } catch {
+            throw LoadUsageError(flag: "--server", message: "\(server) could not be reached: \(error)")
+        }
+        guard health.status == 200 else {
+            throw LoadUsageError(flag: "--setup", message: "\(server) has no admin API (GET /__admin/health answered \(health.status)): --setup "
+                                 + "makes participants through the trio's mock server; for another server, give --participants-file with "
+                                 + "{\"participants\": [{\"patient_id\", \"password\"}]}")
+        }
         let admin = AdminClient(baseURL: server, http: http)
         let study = try await admin.createStudy(.init(name: "load \(WireTime.format(Date()))", scheduling: scheduling,
                                                       perParticipantKeys: perParticipantKeys))
