@@ -64,13 +64,17 @@ class API:
             raise TrioError(f"{method} {self.base}{path} answered {status}: {answer}")
         return answer
 
-    def wait_for(self, path, count=1, within="10s", **query):
-        """A listing (push log, submissions, occurrences, telemetry, journals, trace) once it holds `count` items, or
-        what there is when `within` is over: the server waits (`min_count`, `wait`), the test does not sleep."""
+    def wait_for(self, path, count=1, within="10s", allow_short=False, **query):
+        """A listing (push log, submissions, occurrences, telemetry, journals, trace) once it holds `count` items: the
+        server waits (`min_count`, `wait`), the test does not sleep. When `within` is over with fewer, `TrioError` names
+        what there was (as `Devices.wait_for` does); `allow_short=True` returns the short list instead."""
         query.update({"min_count": count, "wait": within})
         separator = "&" if "?" in path else "?"
         answer = self.ok("GET", path + separator + urllib.parse.urlencode(query))
-        return answer["requests"] if isinstance(answer, dict) and "requests" in answer else answer
+        items = answer["requests"] if isinstance(answer, dict) and "requests" in answer else answer
+        if len(items) < count and not allow_short:
+            raise TrioError(f"{self.base}{path}: {len(items)} of {count} items within {within}; saw {items!r:.500}")
+        return items
 
 
 class Devices(API):
@@ -81,9 +85,11 @@ class Devices(API):
         return self.ok("POST", "", {"patient_id": patient_id, "password": password, "timezone": timezone, **fields})
 
     def status(self, device_id):
+        """What a device holds (docs/schemas/device-status.schema.json) with its id, participant, platform and state."""
         return self.ok("GET", f"/{device_id}")
 
     def all(self):
+        """Every device's status, oldest first."""
         return self.ok("GET", "")
 
     def events(self, device_id, after=0, until=None, within="0s"):
@@ -105,12 +111,15 @@ class Devices(API):
         return self.ok("POST", f"/{device_id}/answers", {"survey_id": survey_id, "answers": answers})
 
     def stop(self, device_id):
+        """Stops a device (its directory kept); a stop during a start waits for it. Its status."""
         return self.ok("POST", f"/{device_id}/stop")
 
     def start(self, device_id):
+        """Starts a stopped device again. Its status."""
         return self.ok("POST", f"/{device_id}/start")
 
     def remove(self, device_id):
+        """Stops a device and deletes its directory; a wait on its events ends."""
         return self.ok("DELETE", f"/{device_id}")
 
 
