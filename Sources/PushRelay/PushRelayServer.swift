@@ -36,6 +36,9 @@ public struct RelayConfiguration: Sendable {
     public var tlsPort: Int? = 0
     /// `--tls-cert` and `--tls-key`: PEM files for that port (default: a certificate from a CA made at start).
     public var tlsFiles: TLSFiles?
+    /// `--proxy-port`: the HTTPS proxy for the push providers' hosts (PROTOCOL.md §9); 0 = a free one, nil = none.
+    /// Needs the CA made at start (not `--tls-cert`): it issues each host's certificate.
+    public var proxyPort: Int? = 0
     /// The `--host` name the made certificate also names.
     public var tlsHost = "127.0.0.1"
 
@@ -157,7 +160,7 @@ public struct PushRelayServer: Sendable {
         // APNs' transport: TLS with HTTP/2 (ALPN h2, or its preface without ALPN) or HTTP/1.1, through the same front
         // door as the plain port: the same request handler, interceptors, router, guards, journal, deadlines and
         // limits (docs/DECISIONS.md, issue 49).
-        var secondary: (@Sendable (any EventLoopGroup, BoundAddress) throws -> any Service)?
+        var secondaries: [ServerLauncher.Secondary] = []
         if let tlsPort = configuration.tlsPort, let tls {
             var tlsConfiguration = tls.configuration
             tlsConfiguration.applicationProtocols = ["h2", "http/1.1"]
@@ -168,11 +171,26 @@ public struct PushRelayServer: Sendable {
                 onEventLoop: true, tls: context)
             let serverName = options.serviceName
             let host = options.host
-            secondary = { group, tlsBound in
+            secondaries.append(.init(.tls) { group, tlsBound in
                 tlsConnections.server(
                     configuration: ServerLauncher.serverConfiguration(host: host, port: tlsPort, serverName: serverName),
                     onServerRunning: { channel in tlsBound.set("https://\(host):\(channel.localAddress?.port ?? tlsPort)") },
                     eventLoopGroup: group, logger: logger)
+            })
+            // Proxy mode: CONNECT to a push provider's host is answered here, TLS with a certificate for that name
+            // from the relay's CA, then the same front door as the TLS port. Nothing is forwarded.
+            if let proxyPort = configuration.proxyPort, tls.caPEM != nil {
+                let contexts = try ProxyHosts.contexts(tls)
+                let proxyConnections = BufferedHTTPChannel(
+                    responder: responder, bodyCap: max(configuration.maxProviderBodyBytes, 1 << 20) + 1,
+                    serverName: options.serviceName, logger: logger, limits: configuration.connections, intercept: relay.intercept,
+                    onEventLoop: true, proxy: { host, port in ProxyHosts.allows(host: host, port: port) ? contexts[host] : nil })
+                secondaries.append(.init(.proxy) { group, proxyBound in
+                    proxyConnections.server(
+                        configuration: ServerLauncher.serverConfiguration(host: host, port: proxyPort, serverName: serverName),
+                        onServerRunning: { channel in proxyBound.set("http://\(host):\(channel.localAddress?.port ?? proxyPort)") },
+                        eventLoopGroup: group, logger: logger)
+                })
             }
         }
         // Twice as many event loops as cores: in a reconnect storm each loop has a burst of accepts and stream opens to
@@ -182,7 +200,7 @@ public struct PushRelayServer: Sendable {
         // The cores are those the relay may run on (one under `taskset -c 0`), not the machine's.
         try await ServerLauncher.run(
             childChannel: connections, eventLoopThreads: 2 * UsableCores.count(), options: options, bound: bound,
-            services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], secondary: secondary,
+            services: [StreamCloser(hub: hub), KeepaliveService(hub: hub, interval: configuration.keepaliveInterval)], secondaries: secondaries,
             logger: logger)
     }
 }

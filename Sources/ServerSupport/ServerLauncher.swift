@@ -52,30 +52,44 @@ package final class BoundAddress: Sendable {
 package enum ServerLauncher {
     /// Runs a server whose connections are served by `childChannel`'s pipeline (both servers use a
     /// ``BufferedHTTPChannel`` around their router), on `eventLoopThreads` NIO threads.
-    /// - Parameter secondary: a second server on another port (the relay's TLS port), built on the same event loops;
-    ///   the READY line waits until it runs and carries its URL as `tls_url`.
+    /// A further listener of a process: built on the process's event loops, named in its READY line.
+    package struct Secondary: Sendable {
+        /// Which READY line field carries its URL.
+        package enum Field: Sendable { case tls, proxy }
+        package var field: Field
+        package var make: @Sendable (any EventLoopGroup, BoundAddress) throws -> any Service
+        package init(_ field: Field, _ make: @escaping @Sendable (any EventLoopGroup, BoundAddress) throws -> any Service) {
+            self.field = field
+            self.make = make
+        }
+    }
+
+    /// - Parameter secondaries: further servers on other ports (the relay's TLS port and its proxy), built on the same
+    ///   event loops; the READY line waits until each runs and carries its URL (`tls_url`, `proxy_url`).
     package static func run(
         childChannel: some ServerChildChannel, eventLoopThreads: Int, options: LaunchOptions, bound: BoundAddress,
-        services: [any Service] = [], secondary: (@Sendable (any EventLoopGroup, BoundAddress) throws -> any Service)? = nil,
+        services: [any Service] = [], secondaries: [Secondary] = [],
         logger: Logger
     ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, eventLoopThreads))
-        let secondaryBound = BoundAddress()
-        let second = try secondary?(group, secondaryBound)
+        let others = try secondaries.map { secondary -> (Secondary.Field, BoundAddress, any Service) in
+            let address = BoundAddress()
+            return (secondary.field, address, try secondary.make(group, address))
+        }
         let server = childChannel.server(
             configuration: serverConfiguration(options),
             onServerRunning: { channel in
-                // The READY line names every port, so it waits for the second server to run. If that one fails to
-                // start, the group ends and cancels this wait: no READY line.
-                var secondaryURL: String?
-                if second != nil {
-                    guard let url = await secondaryBound.bound() else { return }
-                    secondaryURL = url
+                // The READY line names every port, so it waits for the other servers to run. If one fails to start,
+                // the group ends and cancels this wait: no READY line.
+                var urls: [Secondary.Field: String] = [:]
+                for (field, address, _) in others {
+                    guard let url = await address.bound() else { return }
+                    urls[field] = url
                 }
-                announce(channel, options: options, bound: bound, secondary: secondaryURL)
+                announce(channel, options: options, bound: bound, tls: urls[.tls], proxy: urls[.proxy])
             },
             eventLoopGroup: group, logger: logger)
-        try await supervise(server: server, options: options, services: (second.map { [$0] } ?? []) + services, logger: logger)
+        try await supervise(server: server, options: options, services: others.map(\.2) + services, logger: logger)
     }
 
     /// The server configuration for a port of this process (the same deep backlog and connection cap).
@@ -95,11 +109,13 @@ package enum ServerLauncher {
     }
 
     /// Prints the READY line once the server accepts connections.
-    private static func announce(_ channel: any Channel, options: LaunchOptions, bound: BoundAddress, secondary: String? = nil) {
+    private static func announce(_ channel: any Channel, options: LaunchOptions, bound: BoundAddress, tls: String? = nil, proxy: String? = nil) {
         let port = channel.localAddress?.port ?? options.port
         let url = "http://\(options.host):\(port)"
         bound.set(url)
-        let line = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid()), tlsURL: secondary).line()
+        var ready = ReadyLine(service: options.serviceName, url: url, pid: Int(getpid()), tlsURL: tls)
+        ready.proxyURL = proxy
+        let line = ready.line()
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 

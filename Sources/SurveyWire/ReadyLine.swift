@@ -17,10 +17,14 @@ public struct ReadyLine: Codable, Sendable, Equatable {
     public var tlsURL: String?
     /// The devices API (`survey-cli up`, PROTOCOL.md §8: `/__devices`).
     public var devices: String?
+    /// The relay's HTTPS proxy for the push providers' hosts (`push-relay --proxy-port`, PROTOCOL.md §9).
+    public var proxyURL: String?
+    /// The relay's proxy as `survey-cli up` names it.
+    public var pushRelayProxy: String?
 
     enum CodingKeys: String, CodingKey {
         case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays", tlsURL = "tls_url"
-        case devices
+        case devices, proxyURL = "proxy_url", pushRelayProxy = "push_relay_proxy"
     }
 
     /// Creates the value from its fields.

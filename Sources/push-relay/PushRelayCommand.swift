@@ -38,6 +38,8 @@ struct PushRelayCommand: AsyncParsableCommand {
     var providerAuth = "lenient"
     @Option(help: "Port of the provider API over TLS with HTTP/2, as APNs serves it (0 = any free port; none = off). The READY line gives its URL as tls_url.")
     var tlsPort = "0"
+    @Option(help: "Port of the HTTPS proxy for the push providers' hosts (CONNECT to fcm.googleapis.com, oauth2.googleapis.com, iid.googleapis.com, api.push.apple.com, ...: answered here, nothing forwarded; 0 = any free port; none = off). The READY line gives its URL as proxy_url.")
+    var proxyPort = "0"
     @Option(help: "PEM certificate (chain) for the TLS port (default: one from a CA made at start, served at GET /__control/tls/ca.pem).")
     var tlsCert: String?
     @Option(help: "PEM private key of --tls-cert.") var tlsKey: String?
@@ -59,6 +61,9 @@ struct PushRelayCommand: AsyncParsableCommand {
             throw ValidationError("--tls-port must be 0-65535 or none")
         }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
+        guard proxyPort == "none" || Int(proxyPort).map({ (0...65535).contains($0) }) == true else {
+            throw ValidationError("--proxy-port must be 0-65535 or none")
+        }
         guard HostName.isLoopbackBind(host) || controlToken != nil else {
             throw ValidationError("binding \(host) exposes the control API beyond loopback; pass --control-token")
         }
@@ -80,6 +85,8 @@ struct PushRelayCommand: AsyncParsableCommand {
         configuration.nodeID = nodeId
         configuration.providerAuth = ProviderAuthMode(rawValue: providerAuth) ?? .lenient
         configuration.tlsPort = Int(tlsPort)
+        // The proxy issues each host's certificate from the CA made at start: none with --tls-cert, nor without TLS.
+        configuration.proxyPort = tlsCert == nil ? Int(proxyPort) : nil
         configuration.tlsHost = host
         if let tlsCert, let tlsKey { configuration.tlsFiles = .init(certificate: tlsCert, key: tlsKey) }
         let relay: PushRelayServer

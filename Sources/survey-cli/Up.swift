@@ -55,8 +55,11 @@ struct Up: AsyncParsableCommand {
         let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
                              mockServer: trio.server.url, pushRelay: trio.relay.url,
                              pushRelays: relays > 1 ? trio.relays.map(\.url) : nil, tlsURL: trio.relay.ready.tlsURL,
-                             devices: devices.url).line()
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                             devices: devices.url)
+        var ready = line
+        ready.pushRelayProxy = trio.relay.ready.proxyURL
+        let text = ready.line()
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
         let reason = await signals.wait(upTo: nil, parentPID: parentPid,
                                         running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) && devices.isRunning })
         if reason == .childExited {

@@ -25,14 +25,14 @@ def launch(arguments):
     return process, json.loads(line.split(" ", 1)[1])
 
 
-def urls(value):
-    """Every http(s) URL in a READY line's values, however nested."""
+def urls(value, key=""):
+    """Every http(s) URL in a READY line's values, however nested, with the key that named it."""
     if isinstance(value, str):
-        return [value] if value.startswith(("http://", "https://")) else []
+        return [(key, value)] if value.startswith(("http://", "https://")) else []
     if isinstance(value, list):
-        return [url for item in value for url in urls(item)]
+        return [found for item in value for found in urls(item, key)]
     if isinstance(value, dict):
-        return [url for item in value.values() for url in urls(item)]
+        return [found for name, item in value.items() for found in urls(item, name)]
     return []
 
 
@@ -48,10 +48,14 @@ class Fleet:
                           "--data-dir", directory + "/devices", "--token", TOKEN]))
         self.add(*launch(["survey-cli", "up", "--data-dir", directory + "/up", "--database", ":memory:", "--token", TOKEN]))
         seen = []
+        # A proxy listener (its READY key names it: `proxy_url`, `push_relay_proxy`) speaks CONNECT first.
+        self.proxies = set()
         for ready in self.ready:
-            for url in urls(ready):
+            for key, url in urls(ready):
                 if url not in seen:
                     seen.append(url)
+                if "proxy" in key:
+                    self.proxies.add(url)
         self.listeners = seen
 
     def add(self, process, ready):

@@ -20,7 +20,8 @@ AUTH = [("authorization", f"Bearer {TOKEN}")]
 
 
 def h2_listeners(fleet):
-    return [(url, protocol) for url in fleet.listeners for protocol in PROTOCOLS[urlparse(url).scheme]
+    kind = lambda url: "proxy" if url in fleet.proxies else urlparse(url).scheme
+    return [(url, protocol) for url in fleet.listeners for protocol in PROTOCOLS[kind(url)]
             if is_h2(protocol) and speaks(url, protocol)]
 
 

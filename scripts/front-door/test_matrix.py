@@ -29,17 +29,20 @@ def spellings(target):
     return [form + suffix if "?" not in form else form for form in forms]
 
 
-def protocols(url):
-    return [protocol for protocol in PROTOCOLS[urlparse(url).scheme] if speaks(url, protocol)]
+def protocols(url, fleet):
+    kind = "proxy" if url in fleet.proxies else urlparse(url).scheme
+    return [protocol for protocol in PROTOCOLS[kind] if speaks(url, protocol)]
 
 
 def test_every_listener_is_found_and_speaks_its_protocols(fleet):
     """The READY lines name the servers' plain ports, the relay's TLS port and the devices API, of each process."""
     schemes = [urlparse(url).scheme for url in fleet.listeners]
-    assert schemes.count("https") >= 2 and schemes.count("http") >= 6, fleet.listeners
+    assert schemes.count("https") >= 2 and schemes.count("http") >= 6 and len(fleet.proxies) >= 2, fleet.listeners
     for url in fleet.listeners:
-        spoken = protocols(url)
-        if url.startswith("https://"):
+        spoken = protocols(url, fleet)
+        if url in fleet.proxies:
+            assert {"proxy-h2", "proxy-h1"} <= set(spoken), (url, spoken)
+        elif url.startswith("https://"):
             assert {"tls-h1", "tls-h2", "tls-noalpn-h2", "tls-noalpn-h1"} <= set(spoken), (url, spoken)
         else:
             assert "h1" in spoken, (url, spoken)
@@ -48,7 +51,7 @@ def test_every_listener_is_found_and_speaks_its_protocols(fleet):
 def test_no_guarded_route_answers_without_its_token(fleet):
     refusals, failures, reached = 0, [], {}
     for url in fleet.listeners:
-        for protocol in protocols(url):
+        for protocol in protocols(url, fleet):
             c = client(url, protocol)
             for target in GUARDED:
                 for spelling in spellings(target):

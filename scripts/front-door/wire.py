@@ -10,12 +10,28 @@ import h2.config
 import h2.connection
 import h2.events
 
-PROTOCOLS = {"http": ["h1", "h2c"], "https": ["tls-h1", "tls-h2", "tls-noalpn-h2", "tls-noalpn-h1"]}
+PROTOCOLS = {"http": ["h1", "h2c"], "https": ["tls-h1", "tls-h2", "tls-noalpn-h2", "tls-noalpn-h1"],
+             # The relay's proxy: CONNECT to a push provider's host, then TLS with ALPN h2 or http/1.1 (PROTOCOL.md §9).
+             "proxy": ["proxy-h2", "proxy-h1"]}
+PROXIED_HOST = "fcm.googleapis.com"
 
 
 def connect(url, protocol, timeout=10):
     parts = urlparse(url)
     sock = socket.create_connection((parts.hostname, parts.port), timeout=timeout)
+    if protocol.startswith("proxy"):
+        sock.sendall(f"CONNECT {PROXIED_HOST}:443 HTTP/1.1\r\nHost: {PROXIED_HOST}:443\r\n\r\n".encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = sock.recv(4096)
+            assert chunk, f"{url}: the proxy closed before answering CONNECT"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200"), f"{url}: CONNECT answered {answer[:40]!r}"
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.set_alpn_protocols(["h2"] if protocol == "proxy-h2" else ["http/1.1"])
+        return context.wrap_socket(sock, server_hostname=PROXIED_HOST)
     if protocol.startswith("tls"):
         context = ssl.create_default_context()
         context.check_hostname = False
@@ -32,7 +48,12 @@ def connect(url, protocol, timeout=10):
 
 
 def is_h2(protocol):
-    return protocol in ("h2c", "tls-h2", "tls-noalpn-h2")
+    return protocol in ("h2c", "tls-h2", "tls-noalpn-h2", "proxy-h2")
+
+
+def authority(url, protocol):
+    """The Host a request carries: the proxied provider's name through the proxy, else the listener's."""
+    return PROXIED_HOST if protocol.startswith("proxy") else urlparse(url).netloc
 
 
 class H1:
@@ -40,7 +61,7 @@ class H1:
 
     def __init__(self, url, protocol):
         self.url, self.protocol = url, protocol
-        self.host = urlparse(url).netloc
+        self.host = authority(url, protocol)
         self.sock = None
         self.pending = b""
 
@@ -90,7 +111,7 @@ class H2:
 
     def __init__(self, url, protocol):
         self.url, self.protocol = url, protocol
-        self.authority = urlparse(url).netloc
+        self.authority = authority(url, protocol)
         self.sock = None
 
     def open(self):
@@ -107,7 +128,7 @@ class H2:
         if self.sock is None:
             self.open()
         stream = self.conn.get_next_available_stream_id()
-        scheme = "https" if self.protocol.startswith("tls") else "http"
+        scheme = "http" if self.protocol == "h2c" else "https"
         fields = [(":method", method), (":path", target), (":scheme", scheme), (":authority", self.authority),
                   ("content-length", str(len(body))), *headers]
         self.conn.send_headers(stream, fields, end_stream=not body)

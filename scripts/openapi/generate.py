@@ -678,7 +678,9 @@ def relay_document():
             {**empty(), **errors()}, body=json_body(ref("APNsKey")), params=[path_param("kid")], tags=["control"])},
         "/__control/fcm/service-account.json": {"get": op("A service account JSON (fresh key) whose token_uri is this relay's /token", {
             **ok(ref("ServiceAccount")), **errors()},
-            params=[query("project_id", {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$"}, "the project (default survey-trio)")],
+            params=[query("project_id", {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,100}$"}, "the project (default survey-trio)"),
+                    query("token_uri", {"enum": ["google"]}, "google: token_uri is https://oauth2.googleapis.com/token (for a backend "
+                          "that reaches the relay through its proxy)")],
             tags=["control"])},
         "/v1/devices": {"post": op("Issues a device token", {**ok(ref("Token"), "201", "Created"), **errors()},
                                    body=json_body(ref("DeviceRequest")), tags=["device"])},

@@ -72,7 +72,10 @@ package final class FCMAuth: Sendable {
     ///   - now: real time, Unix seconds: the assertion's `iat` and `exp` are the client's, made from real time.
     ///   - relayNow: the relay clock, Unix seconds: the access token expires an hour from it, so a move of the relay
     ///     clock (`POST /__control/clock`) ages it.
-    package func exchange(grantType: String?, assertion: String?, now: Int64, relayNow: Int64? = nil) throws(GrantError) -> AccessToken {
+    /// - Parameter lenient: `--provider-auth lenient`: an assertion signed by a key the relay did not make (a user's own
+    ///   service-account file) is taken on trust for the project its issuer names (`...@PROJECT.iam.gserviceaccount.com`).
+    package func exchange(grantType: String?, assertion: String?, now: Int64, relayNow: Int64? = nil,
+                          lenient: Bool = false) throws(GrantError) -> AccessToken {
         guard let grantType else { throw GrantError(error: "invalid_request", description: "Missing required parameter: grant_type") }
         guard grantType == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             throw GrantError(error: "unsupported_grant_type", description: "Invalid grant_type: \(grantType)")
@@ -85,15 +88,20 @@ package final class FCMAuth: Sendable {
             throw GrantError(error: "invalid_grant", description: "Invalid JWT: \(error.reason)")
         }
         guard jwt.header["alg"] == .string("RS256") else { throw GrantError(error: "invalid_grant", description: "Invalid JWT: alg must be RS256") }
-        guard case .string(let keyID)? = jwt.header["kid"], let account = state.withLock({ $0.keys[keyID] }) else {
+        let known = jwt.header["kid"]?.stringValue.flatMap { keyID in state.withLock { $0.keys[keyID] } }
+        let project: String
+        if let (email, key, owner) = known {
+            let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
+            guard key.isValidSignature(signature, for: SHA256.hash(data: Array(jwt.signedPart.utf8)), padding: .insecurePKCS1v1_5) else {
+                throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
+            }
+            guard jwt.claims["iss"] == .string(email) else { throw GrantError(error: "invalid_grant", description: "Invalid issuer: \(email) expected") }
+            project = owner
+        } else if lenient, let issuer = jwt.claims["iss"]?.stringValue, let owner = Self.project(ofServiceAccount: issuer) {
+            project = owner
+        } else {
             throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
         }
-        let (email, key, project) = account
-        let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
-        guard key.isValidSignature(signature, for: SHA256.hash(data: Array(jwt.signedPart.utf8)), padding: .insecurePKCS1v1_5) else {
-            throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
-        }
-        guard jwt.claims["iss"] == .string(email) else { throw GrantError(error: "invalid_grant", description: "Invalid issuer: \(email) expected") }
         guard let iat = jwt.seconds("iat"), let exp = jwt.seconds("exp") else {
             throw GrantError(error: "invalid_grant", description: "Invalid JWT: iat and exp are required (as seconds since 1970)")
         }
@@ -109,6 +117,14 @@ package final class FCMAuth: Sendable {
             state.tokens[token] = (issuedAt + Self.tokenLifetime, project)
         }
         return AccessToken(token: token, expiresIn: Self.tokenLifetime)
+    }
+
+    /// The project of a service account's email (`name@PROJECT.iam.gserviceaccount.com`), or nil for another address.
+    static func project(ofServiceAccount email: String) -> String? {
+        let suffix = ".iam.gserviceaccount.com"
+        guard email.hasSuffix(suffix), let at = email.firstIndex(of: "@") else { return nil }
+        let project = email[email.index(after: at)..<email.index(email.endIndex, offsetBy: -suffix.count)]
+        return project.isEmpty ? nil : String(project)
     }
 
     // MARK: Checking a request

@@ -63,7 +63,15 @@ struct ControlRoutes {
                                             || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0 | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
                 throw APIError(.badRequest, code: "invalid_field", "project_id must be 1-100 letters, digits, '-', '_' or '.'", field: "project_id")
             }
-            let account = try fcmAuth.makeServiceAccount(projectID: project, tokenURI: (bound.url ?? "http://127.0.0.1") + "/token")
+            // `token_uri=google`: Google's own token URI, for a backend that reaches the relay through its proxy.
+            let tokenURI: String
+            switch request.uri.queryParameters["token_uri"].map(String.init) {
+            case nil: tokenURI = (bound.url ?? "http://127.0.0.1") + "/token"
+            case "google": tokenURI = "https://oauth2.googleapis.com/token"
+            case let other?:
+                throw APIError(.badRequest, code: "invalid_field", "token_uri takes google (or is left out), not '\(LogText.clip(other, 40))'", field: "token_uri")
+            }
+            let account = try fcmAuth.makeServiceAccount(projectID: project, tokenURI: tokenURI)
             return JSONResponse.make(data: Data(account.compactBytes))
         }
         router.get("/__control/devices/{token}") { _, context -> Response in

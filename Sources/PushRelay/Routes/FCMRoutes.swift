@@ -179,7 +179,7 @@ struct FCMRoutes {
         let form = FormBody(parsingBytes: try await request.collectBody(limit: 64 * 1024))
         do {
             let issued = try auth.exchange(grantType: form["grant_type"], assertion: form["assertion"], now: Self.unixNow,
-                                           relayNow: await hub.now() / 1000)
+                                           relayNow: await hub.now() / 1000, lenient: configuration.providerAuth == .lenient)
             return JSONResponse.make(data: Data(JSONValue.object([
                 "access_token": .string(issued.token), "expires_in": .number(Double(issued.expiresIn)), "token_type": "Bearer",
             ]).compactBytes))

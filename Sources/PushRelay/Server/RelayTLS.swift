@@ -12,8 +12,16 @@ package struct RelayTLS: Sendable {
     package let caPEM: String?
     /// The server's certificate chain and key, for NIOSSL.
     package let configuration: TLSConfiguration
+    /// The CA's key and name, to issue a certificate for a host the proxy answers for (nil with files).
+    private let issuer: Issuer?
 
-    private init(caPEM: String?, configuration: TLSConfiguration) {
+    struct Issuer: Sendable {
+        let key: P256.Signing.PrivateKey
+        let name: DistinguishedName
+    }
+
+    private init(caPEM: String?, configuration: TLSConfiguration, issuer: Issuer? = nil) {
+        self.issuer = issuer
         self.caPEM = caPEM
         var configuration = configuration
         // A connection closed by the server (a graceful stop) waits this long for the client's close_notify, not
@@ -60,7 +68,35 @@ package struct RelayTLS: Sendable {
         let chain = try NIOSSLCertificate(bytes: Array(try leaf.serializeAsPEM().pemString.utf8), format: .pem)
         let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
         return RelayTLS(caPEM: try ca.serializeAsPEM().pemString + "\n",
-                        configuration: .makeServerConfiguration(certificateChain: [.certificate(chain)], privateKey: .privateKey(privateKey)))
+                        configuration: .makeServerConfiguration(certificateChain: [.certificate(chain)], privateKey: .privateKey(privateKey)),
+                        issuer: Issuer(key: caKey, name: caName))
+    }
+
+    /// A server configuration whose certificate, from this CA, names `host` (the proxy's leaf for `fcm.googleapis.com`
+    /// and the other providers' hosts), with ALPN `h2` and `http/1.1`. Nil when the identity came from files: there is
+    /// no CA key to issue with.
+    package func configuration(forHost host: String) throws -> TLSConfiguration? {
+        guard let issuer else { return nil }
+        let now = Date()
+        let key = P256.Signing.PrivateKey()
+        let leaf = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
+            notValidBefore: now - 3600, notValidAfter: now + 365 * 86400, issuer: issuer.name,
+            subject: try DistinguishedName { CommonName(host) },
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                Critical(KeyUsage(digitalSignature: true))
+                try ExtendedKeyUsage([.serverAuth])
+                SubjectAlternativeNames([.dnsName(host)])
+            },
+            issuerPrivateKey: .init(issuer.key))
+        let chain = try NIOSSLCertificate(bytes: Array(try leaf.serializeAsPEM().pemString.utf8), format: .pem)
+        let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(chain)], privateKey: .privateKey(privateKey))
+        configuration.shutdownTimeout = .milliseconds(200)
+        configuration.applicationProtocols = ["h2", "http/1.1"]
+        return configuration
     }
 
     /// An identity from PEM files (`--tls-cert`, `--tls-key`).

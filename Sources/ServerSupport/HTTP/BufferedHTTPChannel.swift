@@ -39,6 +39,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     let onEventLoop: Bool
     let h2c: Bool
     let tls: NIOSSLContext?
+    /// Proxy mode: the TLS context for a `CONNECT` target, or nil to refuse it (``ConnectTunnel``).
+    let proxy: (@Sendable (String, Int) -> NIOSSLContext?)?
 
     /// The most streams one HTTP/2 connection may have open at once (its SETTINGS say so; more are refused by NIO):
     /// with each stream's body capped at `bodyCap`, a connection buffers at most this many bodies.
@@ -58,7 +60,8 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     ///     router, deadlines, limits) whatever the listener.
     package init(responder: Responder, bodyCap: Int, serverName: String, logger: Logger, limits: ConnectionLimits,
                 intercept: (@Sendable (BufferedRequest) -> BufferedRequest.Outcome)? = nil, onEventLoop: Bool = false, h2c: Bool = false,
-                tls: NIOSSLContext? = nil) {
+                tls: NIOSSLContext? = nil, proxy: (@Sendable (String, Int) -> NIOSSLContext?)? = nil) {
+        self.proxy = proxy
         self.onEventLoop = onEventLoop
         self.h2c = h2c
         self.tls = tls
@@ -74,7 +77,13 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
     /// codec, then the handler that reads requests whole, answers them in order and writes the answers.
     package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
-            if let tls {
+            if let proxy {
+                // A proxy connection: CONNECT first, then TLS with the context of the host it names.
+                let setup = self
+                try channel.pipeline.syncOperations.addHandler(ConnectTunnel(idleTimeout: limits.idleTimeout, decide: proxy) { channel, context in
+                    try setup.configureTLS(channel, context: context, logger: logger)
+                })
+            } else if let tls {
                 try configureTLS(channel, context: tls, logger: logger)
             } else if h2c {
                 try addPrefaceDetector(channel, logger: logger)
