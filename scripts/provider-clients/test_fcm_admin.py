@@ -142,17 +142,24 @@ def test_strict_auth_takes_the_relays_tokens_only(strict_relay):
     assert status == 401
 
 
-def test_a_key_the_relay_did_not_make_cannot_get_a_token(relay):
-    """A service account whose key the relay never issued (here: a second relay's) is refused at /token."""
+def test_a_key_the_relay_did_not_make_is_refused_in_strict_mode_and_taken_in_lenient(relay, strict_relay):
+    """A service account whose key the relay never issued (here: a second relay's): `strict` refuses it at /token, as
+    Google refuses a key it does not know; `lenient` (the default) takes it for the project its email names, so a
+    backend's own service-account file works unchanged (PROTOCOL.md §9, proxy mode)."""
     from conftest import Relay
     other = Relay()
     try:
         foreign = other.service_account("demo-project")
+        foreign["token_uri"] = strict_relay.url + "/token"
+        app = admin_app(strict_relay, account=foreign)
+        with pytest.raises(Exception) as raised:
+            messaging.send(messaging.Message(fid=Device(strict_relay, "android").token, data={"k": "v"}), app=app)
+        assert "invalid_grant" in str(raised.value) or "Invalid JWT Signature" in str(raised.value)
         foreign["token_uri"] = relay.url + "/token"
         app = admin_app(relay, account=foreign)
-        with pytest.raises(Exception) as raised:
-            messaging.send(messaging.Message(token=Device(relay, "android").token, data={"k": "v"}), app=app)
-        assert "invalid_grant" in str(raised.value) or "Invalid JWT Signature" in str(raised.value)
+        device = Device(relay, "android")
+        assert messaging.send(messaging.Message(fid=device.token, data={"k": "v"}), app=app).startswith("projects/demo-project/messages/")
+        assert device.next_push()["payload"] == {"k": "v"}
     finally:
         other.stop()
 
