@@ -66,6 +66,7 @@ extension Integration {
             #expect(try await LoadToolTests.surveyCLI(base + ["--threshold", "errors<1%"]) == 99, "without the key every registration is refused")
             let refused = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
             #expect(refused.errors.keys.sorted() == ["register_user:401"], "\(refused.errors)")
+            #expect(refused.errorSamples?["register_user:401"]?.contains("Unauthorized") == true)
             try? FileManager.default.removeItem(at: record)
             #expect(try await LoadToolTests.surveyCLI(base + ["--header", "X-Gateway-Key: k1", "--timezones", "America/Chicago,Europe/Berlin",
                                                         "--threshold", "errors<1%"]) == 0)
@@ -81,6 +82,8 @@ extension Integration {
                                                  "--duration", "300ms", "--report", report.path]) == 0)
             let html = try WireJSON.decode(LoadReport.self, from: Data(contentsOf: report))
             #expect(html.totals.succeeded == 0 && html.errors.keys.sorted() == ["register_user:not_json"], "\(html.errors)")
+            // What the gateway said is kept: one sample body per kind of error.
+            #expect(html.errorSamples?["register_user:not_json"]?.contains("Please sign in") == true, "\(String(describing: html.errorSamples))")
         }
         // Bad flags are refused with the flag named.
         for bad in [["--header", "no colon"], ["--header", "Host: x"], ["--timezones", "Mars/Olympus"]] {
@@ -198,6 +201,19 @@ extension Integration {
             #expect(LoadHTML.render(failing).contains("class=\"verdict fail\">FAIL (exit 99)"))
             failing.correct = false
             #expect(LoadHTML.verdict(failing).reason == "correctness failed; threshold not met: p99<1ms")
+            // A partial last second is drawn per second of the part it covered, and says so (issue 54): a run of 2 s
+            // with a 0.5 s drain has a last row (second 2) that covered half a second.
+            var partial = written
+            partial.totals.seconds = 2
+            partial.totals.drainSeconds = 0.5
+            partial.perSecond = [.init(second: 0, started: 100, succeeded: 100, failed: 0, p50: 1, p99: 2, histogram: nil),
+                                 .init(second: 1, started: 100, succeeded: 100, failed: 0, p50: 1, p99: 2, histogram: nil),
+                                 .init(second: 2, started: 0, succeeded: 50, failed: 0, p50: 1, p99: 2, histogram: nil)]
+            let drawn = LoadHTML.render(partial)
+            #expect(drawn.contains("The last second (2) covered 0.50 s"), "no note on the partial second")
+            // Whole seconds get no note.
+            partial.totals.drainSeconds = 1
+            #expect(!LoadHTML.render(partial).contains("The last second"))
         }
     }
 

@@ -45,12 +45,18 @@ public enum LoadHTML {
             body += "<p class=\"\(state)\">correctness (\(state)): \(esc(correctness))</p>"
         }
 
-        // Over time.
+        // Over time. The run's last second is usually partial (the window and the drain end mid-second): its counts
+        // are drawn per second of the part it covered, and a note says so, so the line does not fall at the end.
         let rows = report.perSecond
-        var rateSeries = [SVGChart.Series(name: "completions/s", color: "#1f77b4", points: rows.map { (Double($0.second), Double($0.succeeded)) }),
-                          SVGChart.Series(name: "errors/s", color: "#d62728", points: rows.map { (Double($0.second), Double($0.failed)) })]
+        let end = t.seconds + (t.drainSeconds ?? 0)
+        func rate(_ row: LoadReport.Second, _ count: Int) -> Double {
+            let covered = end - Double(row.second)
+            return covered > 0.05 && covered < 1 ? Double(count) / covered : Double(count)
+        }
+        var rateSeries = [SVGChart.Series(name: "completions/s", color: "#1f77b4", points: rows.map { (Double($0.second), rate($0, $0.succeeded)) }),
+                          SVGChart.Series(name: "errors/s", color: "#d62728", points: rows.map { (Double($0.second), rate($0, $0.failed)) })]
         if rows.contains(where: { $0.started != nil }) {
-            rateSeries.append(.init(name: "started/s", color: "#999", points: rows.map { (Double($0.second), Double($0.started ?? 0)) }))
+            rateSeries.append(.init(name: "started/s", color: "#999", points: rows.map { (Double($0.second), rate($0, $0.started ?? 0)) }))
         }
         let palette = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
         for (index, shard) in shards.enumerated() {
@@ -58,6 +64,10 @@ public enum LoadHTML {
                                     points: shard.perSecond.map { (Double($0.second), Double($0.succeeded)) }))
         }
         body += SVGChart(title: "Throughput over time", xLabel: "seconds since the window opened", yLabel: "per second", series: rateSeries).render()
+        if let last = rows.last, end - Double(last.second) > 0.05, end - Double(last.second) < 1 {
+            body += "<p class=\"note\">The last second (\(last.second)) covered \(String(format: "%.2f", end - Double(last.second))) s of the run: "
+                + "its rates are its counts over that part, per second (a partial second, not a fall).</p>"
+        }
         var p50: [(Double, Double)] = [], p90: [(Double, Double)] = [], p99: [(Double, Double)] = []
         for row in rows where row.succeeded + row.failed > 0 {
             let x = Double(row.second)

@@ -78,7 +78,7 @@ public enum LoadMerge {
         run.toolCPUMsPerIteration = iterations > 0 ? cpu * 1000 / iterations : nil
         run.mergedFrom = reports.count
 
-        return LoadReport(
+        var merged = LoadReport(
             scenario: first.scenario, model: first.model, target: Array(Set(reports.map(\.target))).sorted().joined(separator: ","),
             run: run, totals: totals, latencyMs: LoadReport.latency(overall), histogram: HistogramCodec.encode(overall),
             steps: steps.isEmpty ? nil : steps.mapValues(LoadReport.step), errors: errors,
@@ -89,6 +89,20 @@ public enum LoadMerge {
                                          p99: LoadReport.ms(row.histogram.valueAtPercentile(99)), histogram: HistogramCodec.encode(row.histogram))
             },
             correct: correct, correctness: correctness.isEmpty ? nil : correctness, thresholds: [:])
+        merged.errorSamples = Self.samples(reports)
+        return merged
+    }
+
+    /// The shards' error samples together (the first shard's sample of a kind wins; at most ``LoadReport/maxErrorSamples``).
+    static func samples(_ reports: [LoadReport]) -> [String: String]? {
+        var merged: [String: String] = [:]
+        for report in reports {
+            for (kind, body) in (report.errorSamples ?? [:]).sorted(by: { $0.key < $1.key })
+            where merged[kind] == nil && merged.count < LoadReport.maxErrorSamples {
+                merged[kind] = body
+            }
+        }
+        return merged.isEmpty ? nil : merged
     }
 
     /// `--shard I/N` (1 ≤ I ≤ N): the I-th of N contiguous, disjoint slices of `items` (together they are all of them).

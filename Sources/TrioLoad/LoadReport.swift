@@ -148,6 +148,13 @@ public struct LoadReport: Codable, Sendable {
     public var steps: [String: Step]?
     /// Failures by `status:code` (or transport error code).
     public var errors: [String: Int]
+    /// The first answer body seen for each kind of error (at most ``maxErrorSamples`` kinds, each clipped to
+    /// ``errorSampleLength`` characters): what a `register_user:not_json` or a `502` actually said.
+    public var errorSamples: [String: String]?
+    /// Kinds of error with a sample kept.
+    public static let maxErrorSamples = 10
+    /// Characters kept of a sample.
+    public static let errorSampleLength = 300
     /// The run second by second.
     public var perSecond: [Second]
     /// The correctness pass: nil when not made (see `correctness` for why).
@@ -159,7 +166,7 @@ public struct LoadReport: Codable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case schema, scenario, model, target, run, totals, latencyMs = "latency_ms", histogram, steps, errors, perSecond = "per_second"
-        case correct, correctness, thresholds
+        case correct, correctness, thresholds, errorSamples = "error_samples"
     }
 
     /// The final human-readable table.
@@ -176,7 +183,12 @@ public struct LoadReport: Codable, Sendable {
         for (name, step) in (steps ?? [:]).sorted(by: { $0.key < $1.key }) {
             lines.append("  step \(name) ms  p50 \(f(step.latencyMs.p50))  p99 \(f(step.latencyMs.p99))  max \(f(step.latencyMs.max))  (\(step.count))")
         }
-        for (key, count) in errors.sorted(by: { $0.key < $1.key }) { lines.append("  error \(key): \(count)") }
+        for (key, count) in errors.sorted(by: { $0.key < $1.key }) {
+            lines.append("  error \(key): \(count)")
+            if let sample = errorSamples?[key] {
+                lines.append("    e.g. \(sample.replacingOccurrences(of: "\n", with: " ").prefix(120))")
+            }
+        }
         if let cpu = run?.toolCPUMsPerIteration { lines.append("  tool CPU \(String(format: "%.3f", cpu)) ms per iteration") }
         if let correctness { lines.append("  correctness: \(correctness)") }
         for (rule, ok) in thresholds.sorted(by: { $0.key < $1.key }) { lines.append("  threshold \(rule): \(ok ? "pass" : "FAIL")") }

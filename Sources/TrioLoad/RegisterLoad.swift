@@ -89,6 +89,8 @@ final class RegisterPlugin: LoadPlugin {
     let options: RegisterLoadOptions
     let http: any HTTPTransport
     let registered = Mutex<Set<String>>([])
+    /// The first body of each kind of error (``LoadReport/errorSamples``).
+    let samples = Mutex<[String: String]>([:])
     /// Each participant's hashed password, computed once (as a device does) rather than per iteration.
     let hashes: [String]
     /// Each participant's `/register_user` form without its `device_id` (which names the iteration), encoded once.
@@ -105,6 +107,14 @@ final class RegisterPlugin: LoadPlugin {
         }
     }
 
+    /// Keeps the first body of a kind of error (at most ``LoadReport/maxErrorSamples`` kinds, each clipped).
+    func keepSample(_ kind: String, _ body: [UInt8]) {
+        samples.withLock { kept in
+            guard kept[kind] == nil, kept.count < LoadReport.maxErrorSamples else { return }
+            kept[kind] = String(String(decoding: body.prefix(LoadReport.errorSampleLength * 4), as: UTF8.self).prefix(LoadReport.errorSampleLength))
+        }
+    }
+
     func iterate(_ index: Int, recorder: LoadRecorder) async -> IterationOutcome {
         let who = options.participants[index % options.participants.count]
         let server = options.servers[index % options.servers.count]
@@ -112,7 +122,8 @@ final class RegisterPlugin: LoadPlugin {
         let error = await RegisterLoad.registerDevice(options, server: server, http: http, who: who, index: index, timeZone: zone,
                                                       passwordHash: hashes.isEmpty ? nil : hashes[index % hashes.count],
                                                       encodedForm: forms.isEmpty ? nil : forms[index % forms.count],
-                                                      step: { name, micros in recorder.step(name, micros: micros) })
+                                                      step: { name, micros in recorder.step(name, micros: micros) },
+                                                      sample: { kind, body in self.keepSample(kind, body) })
         guard let error else {
             registered.withLock { _ = $0.insert(who.patientID) }
             return .succeeded
@@ -132,7 +143,8 @@ public enum RegisterLoad {
     /// already encoded, to which the iteration's `device_id` is appended.
     public static func registerDevice(_ options: RegisterLoadOptions, server: String? = nil, http: any HTTPTransport, who: AdminWire.Credentials,
                                       index: Int, timeZone: String, passwordHash: String? = nil, encodedForm: String? = nil,
-                                      step: @Sendable (String, UInt64) -> Void = { _, _ in }) async -> String? {
+                                      step: @Sendable (String, UInt64) -> Void = { _, _ in },
+                                      sample: @Sendable (String, [UInt8]) -> Void = { _, _ in }) async -> String? {
         let server = server ?? options.server
         let suffix = options.ios ? "/ios" : ""
         func with(_ request: TransportRequest) -> TransportRequest {
@@ -172,19 +184,30 @@ public enum RegisterLoad {
             }
             let registered = try await timed("register") { try await http.send(with(.form(server + "/register_user" + suffix, body))) }
             guard registered.status == 200 else {
-                return "register_user:\(registered.status)" + ((try? registered.decode(ErrorBody.self)).map { ":" + $0.error.code } ?? "")
+                let kind = "register_user:\(registered.status)" + ((try? registered.decode(ErrorBody.self)).map { ":" + $0.error.code } ?? "")
+                sample(kind, registered.body)
+                return kind
             }
             // A 2xx that is not the JSON object the route answers (a gateway's HTML page, an empty body) is an error of
             // its own kind, not a success.
-            guard case .object? = try? JSONParser.parse(registered.body) else { return "register_user:not_json" }
+            guard case .object? = try? JSONParser.parse(registered.body) else {
+                sample("register_user:not_json", registered.body)
+                return "register_user:not_json"
+            }
             if options.download {
                 var list = FormBody()
                 list["patient_id"] = who.patientID
                 list["password"] = hashed
                 list["device_id"] = "load-device-\(index)"
                 let surveys = try await timed("download") { try await http.send(with(.form(server + "/download_surveys" + suffix, list.encoded()))) }
-                guard surveys.status == 200 else { return "download_surveys:\(surveys.status)" }
-                guard case .array? = try? JSONParser.parse(surveys.body) else { return "download_surveys:not_json" }
+                guard surveys.status == 200 else {
+                    sample("download_surveys:\(surveys.status)", surveys.body)
+                    return "download_surveys:\(surveys.status)"
+                }
+                guard case .array? = try? JSONParser.parse(surveys.body) else {
+                    sample("download_surveys:not_json", surveys.body)
+                    return "download_surveys:not_json"
+                }
             }
             return nil
         } catch let error as TransportError {
@@ -257,6 +280,8 @@ public enum RegisterLoad {
         report.run = .here(measuredFrom: wallStart.addingTimeInterval(options.warmup.seconds), options: options.recordedOptions,
                            participants: options.participants.count, timeout: options.timeout,
                            cpuSeconds: ProcessCPU.seconds() - cpuBefore, iterations: outcome.state.begun)
+        let samples = plugin.samples.withLock { $0 }
+        report.errorSamples = samples.isEmpty ? nil : samples
         return report
     }
 
