@@ -16,6 +16,9 @@ let postgresForScaleOut: Bool = {
 extension Integration {
 @Suite(.timeLimit(.minutes(3)), .enabled(if: postgresForScaleOut, "needs TRIO_TEST_POSTGRES (scripts/test starts a cluster)"))
 struct ScaleOutTests {
+    /// `ALTER DATABASE ... SET` failed.
+    struct SettingRefused: Error { var errors: String }
+
     /// A relay and `instances` mock servers on one new database, each ticking every 50 ms.
     final class Deployment: Sendable {
         let relay: ServerProcess
@@ -26,9 +29,17 @@ struct ScaleOutTests {
         var admins: [AdminClient] { servers.map { AdminClient(baseURL: $0.url, http: http) } }
         var control: RelayControlClient { RelayControlClient(baseURL: relay.url, http: http) }
 
-        init(instances: Int) async throws {
+        /// - Parameter settings: `ALTER DATABASE ... SET` pairs applied before any instance connects (every session of
+        ///   the deployment has them), e.g. `statement_timeout`.
+        init(instances: Int, settings: [(String, String)] = []) async throws {
             let database = try await TestPostgres.createDatabase(prefix: "scaleout")
             self.database = database
+            let databaseName = database.split(separator: "/").last.map { String($0.prefix { $0 != "?" }) } ?? ""
+            for (setting, value) in settings {
+                let run = try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"),
+                                                     ["psql", "-X", "-q", database, "-c", "ALTER DATABASE \(databaseName) SET \(setting) = '\(value)'"])
+                guard run.status == 0 else { throw SettingRefused(errors: run.errors) }
+            }
             let logs = temporaryDirectory("scaleout")
             let parent = String(getpid())
             relay = try await ServerProcess.launch(executable: try Executables.locate("push-relay"), arguments: ["--port", "0", "--parent-pid", parent],
@@ -185,9 +196,10 @@ struct ScaleOutTests {
     /// their clients; when the holder let go, B's pooled connections were granted the locks the abandoned requests had
     /// asked for and kept them, idle, so instance A could no longer move the study's clock. Now an abandoned wait ends
     /// its session, and so does a lock connection killed while it waits: no idle holder, and both instances schedule.
-    @Test(arguments: ["abandoned", "killed"])
+    @Test(arguments: ["abandoned", "killed", "statement timeout"])
     func aLockNeverOutlivesTheRequestThatAskedForIt(_ how: String) async throws {
-        let d = try await Deployment(instances: 2)
+        // With a statement timeout of a second on every session of the database, PostgreSQL itself ends the waits.
+        let d = try await Deployment(instances: 2, settings: how == "statement timeout" ? [("statement_timeout", "1s")] : [])
         do {
             let admin = d.admins[0]
             let study = try await admin.createStudy(.init(name: "locks", timezone: "UTC", scheduling: "server",
@@ -196,7 +208,7 @@ struct ScaleOutTests {
             // Another session holds the study's lock for four seconds (as a long walk on a third instance would).
             let holder = Task {
                 try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/env"), ["psql", "-X", "-q", d.database, "-c",
-                    "SELECT pg_advisory_lock(hashtextextended('\(study.studyID)', 1)); SELECT pg_sleep(4);"])
+                    "SET statement_timeout = 0; SELECT pg_advisory_lock(hashtextextended('\(study.studyID)', 1)); SELECT pg_sleep(4);"])
             }
             #expect(try await eventually(.seconds(5)) {
                 Int(try await Self.psql(d, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")) ?? 0 >= 1
@@ -217,6 +229,9 @@ struct ScaleOutTests {
                 // Their clients give up after a second, as any client with a timeout does.
                 try await Task.sleep(for: .seconds(1))
                 for socket in waiting { socket.abort() }
+            } else if how == "statement timeout" {
+                // PostgreSQL cancels each wait after a second; B answers them (an error) and its connections hold nothing.
+                for socket in waiting { #expect(try socket.readResponse().status >= 500) }
             } else {
                 // Their lock connections are killed while they wait.
                 _ = try await Self.psql(d, "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
