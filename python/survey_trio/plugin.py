@@ -1,6 +1,7 @@
 """The pytest plugin: `--trio-bin-dir`, and the session fixture `trio` (one trio for the test session)."""
 import pytest
 
+from .isolation import Study
 from .trio import start
 
 
@@ -18,3 +19,14 @@ def trio(tmp_path_factory, pytestconfig):
     with start(tmp_path_factory.mktemp("trio"), database=pytestconfig.getoption("trio_database"),
                bin_dir=pytestconfig.getoption("trio_bin_dir")) as running:
         yield running
+
+
+@pytest.fixture
+def trio_study(trio):
+    """A fresh study on the session's trio for this test alone (`survey_trio.isolation.Study`): its participants,
+    devices (`trio_study.device()`), relay faults scoped to its devices (`trio_study.fault(...)`) and listings
+    (`trio_study.pushes()`, `.submissions()`); its devices are removed and their faults cleared afterwards."""
+    study = Study(trio, frozen_at="2026-05-04T08:59:00Z")
+    yield study
+    study.close()
+
