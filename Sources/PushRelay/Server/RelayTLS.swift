@@ -18,6 +18,28 @@ package struct RelayTLS: Sendable {
     struct Issuer: Sendable {
         let key: P256.Signing.PrivateKey
         let name: DistinguishedName
+
+        /// A server configuration with a fresh P-256 key and a certificate from this CA for `names` (valid a year), the
+        /// one recipe for the TLS port's certificate and each of the proxy's.
+        func serverConfiguration(commonName: String, names: [GeneralName]) throws -> TLSConfiguration {
+            let now = Date()
+            let leafKey = P256.Signing.PrivateKey()
+            let leaf = try Certificate(
+                version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(leafKey.publicKey),
+                notValidBefore: now - 3600, notValidAfter: now + 365 * 86400, issuer: name,
+                subject: try DistinguishedName { CommonName(commonName) },
+                signatureAlgorithm: .ecdsaWithSHA256,
+                extensions: try Certificate.Extensions {
+                    Critical(BasicConstraints.notCertificateAuthority)
+                    Critical(KeyUsage(digitalSignature: true))
+                    try ExtendedKeyUsage([.serverAuth])
+                    SubjectAlternativeNames(names)
+                },
+                issuerPrivateKey: .init(key))
+            let chain = try NIOSSLCertificate(bytes: Array(try leaf.serializeAsPEM().pemString.utf8), format: .pem)
+            let privateKey = try NIOSSLPrivateKey(bytes: Array(leafKey.pemRepresentation.utf8), format: .pem)
+            return .makeServerConfiguration(certificateChain: [.certificate(chain)], privateKey: .privateKey(privateKey))
+        }
     }
 
     private init(caPEM: String?, configuration: TLSConfiguration, issuer: Issuer? = nil) {
@@ -47,29 +69,14 @@ package struct RelayTLS: Sendable {
                 Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             },
             issuerPrivateKey: .init(caKey))
-        let key = P256.Signing.PrivateKey()
         var names: [GeneralName] = [.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                                     .ipAddress(ASN1OctetString(contentBytes: ArraySlice([UInt8](repeating: 0, count: 15) + [1])))]
         if host != "127.0.0.1" && host != "::1" && host != "localhost" {
             names.append(Self.ipBytes(host).map { .ipAddress(ASN1OctetString(contentBytes: ArraySlice($0))) } ?? .dnsName(host))
         }
-        let leaf = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
-            notValidBefore: now - 3600, notValidAfter: now + 365 * 86400, issuer: caName,
-            subject: try DistinguishedName { CommonName(host) },
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames(names)
-            },
-            issuerPrivateKey: .init(caKey))
-        let chain = try NIOSSLCertificate(bytes: Array(try leaf.serializeAsPEM().pemString.utf8), format: .pem)
-        let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
+        let issuer = Issuer(key: caKey, name: caName)
         return RelayTLS(caPEM: try ca.serializeAsPEM().pemString + "\n",
-                        configuration: .makeServerConfiguration(certificateChain: [.certificate(chain)], privateKey: .privateKey(privateKey)),
-                        issuer: Issuer(key: caKey, name: caName))
+                        configuration: try issuer.serverConfiguration(commonName: host, names: names), issuer: issuer)
     }
 
     /// A server configuration whose certificate, from this CA, names `host` (the proxy's leaf for `fcm.googleapis.com`
@@ -77,23 +84,7 @@ package struct RelayTLS: Sendable {
     /// no CA key to issue with.
     package func configuration(forHost host: String) throws -> TLSConfiguration? {
         guard let issuer else { return nil }
-        let now = Date()
-        let key = P256.Signing.PrivateKey()
-        let leaf = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
-            notValidBefore: now - 3600, notValidAfter: now + 365 * 86400, issuer: issuer.name,
-            subject: try DistinguishedName { CommonName(host) },
-            signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.notCertificateAuthority)
-                Critical(KeyUsage(digitalSignature: true))
-                try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName(host)])
-            },
-            issuerPrivateKey: .init(issuer.key))
-        let chain = try NIOSSLCertificate(bytes: Array(try leaf.serializeAsPEM().pemString.utf8), format: .pem)
-        let privateKey = try NIOSSLPrivateKey(bytes: Array(key.pemRepresentation.utf8), format: .pem)
-        var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(chain)], privateKey: .privateKey(privateKey))
+        var configuration = try issuer.serverConfiguration(commonName: host, names: [.dnsName(host)])
         configuration.shutdownTimeout = .milliseconds(200)
         configuration.applicationProtocols = ["h2", "http/1.1"]
         return configuration
