@@ -31,37 +31,40 @@ public enum QueryValue {
         return value
     }
 
-    /// The `name=value` pairs of a request target's query (after the first `?`), split on `&`, with `+` as a space and
-    /// percent-escapes decoded (an invalid escape is kept as written). Names and values are text; the routes decide
-    /// what they mean.
+    /// The `name=value` pairs of a request target's query (after the first `?`), split on `&` (empty parts skipped),
+    /// as the servers read them (Hummingbird's `URI.queryParameters`, whose reading this is, so that the fuzzer reaches
+    /// what the routes see): a name as written; a value percent-decoded, or as written when an escape in it is invalid
+    /// (`+` stays `+`); a part without `=` a name with an empty value.
     public static func pairs(ofTarget target: String) -> [(name: String, value: String)] {
         guard let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return [] }
-        let query = target.utf8[target.utf8.index(after: question)...]
-        return query.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { pair in
-            if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
-                return (decode(pair[..<equals]), decode(pair[pair.index(after: equals)...]))
-            }
-            return (decode(pair[...]), "")
+        return pairs(query: Substring(target.utf8[target.utf8.index(after: question)...]))
+    }
+
+    /// The pairs of a query string (the part after `?`); see ``pairs(ofTarget:)``.
+    public static func pairs(query: Substring) -> [(name: String, value: String)] {
+        query.utf8.split(separator: UInt8(ascii: "&")).map { part in
+            guard let equals = part.firstIndex(of: UInt8(ascii: "=")) else { return (String(decoding: part, as: UTF8.self), "") }
+            let value = part[part.index(after: equals)...]
+            return (String(decoding: part[..<equals], as: UTF8.self), decode(value) ?? String(decoding: value, as: UTF8.self))
         }
     }
 
-    static func decode(_ bytes: Substring.UTF8View.SubSequence) -> String {
+    /// Percent-escapes decoded; nil when one is invalid (a `%` without two hex digits).
+    static func decode(_ bytes: Substring.UTF8View.SubSequence) -> String? {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = bytes.startIndex
         while index < bytes.endIndex {
             let byte = bytes[index]
-            if byte == UInt8(ascii: "+") {
-                out.append(UInt8(ascii: " "))
-            } else if byte == UInt8(ascii: "%"), bytes.distance(from: index, to: bytes.endIndex) >= 3,
-                      let high = hex(bytes[bytes.index(index, offsetBy: 1)]), let low = hex(bytes[bytes.index(index, offsetBy: 2)]) {
-                out.append(high << 4 | low)
-                index = bytes.index(index, offsetBy: 3)
-                continue
-            } else {
+            guard byte == UInt8(ascii: "%") else {
                 out.append(byte)
+                index = bytes.index(after: index)
+                continue
             }
-            index = bytes.index(after: index)
+            guard bytes.distance(from: index, to: bytes.endIndex) >= 3, let high = hex(bytes[bytes.index(index, offsetBy: 1)]),
+                  let low = hex(bytes[bytes.index(index, offsetBy: 2)]) else { return nil }
+            out.append(high << 4 | low)
+            index = bytes.index(index, offsetBy: 3)
         }
         return String(decoding: out, as: UTF8.self)
     }

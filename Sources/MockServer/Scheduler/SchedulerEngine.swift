@@ -201,7 +201,7 @@ final class SchedulerEngine: Sendable {
                           through: min(nextDue ?? target.timeIntervalSince1970, target.timeIntervalSince1970))
             let retry = try await store.nextRetryMoment(studyID: studyID, after: window.after, through: window.through)
             // Beiwe's resends of unconfirmed pushes are moments too, walked as retries are.
-            let resend = try await store.nextResendMoment(studyID: studyID, after: window.after, through: min(retry ?? window.through, window.through))
+            let resend = try await store.nextResendMoment(studyID: studyID, after: window.after, through: window.through)
             guard let moment = [nextDue, retry, resend].compactMap({ $0 }).min() else { break }
             // A walk whose client has gone (its connection closed) stops between moments; what it sent is recorded.
             try Task.checkCancellation()

@@ -62,12 +62,19 @@ package enum APNsTables {
             difference: "a stopping relay sends GOAWAY (no error) and answers the open streams; it sends no Shutdown reason"),
     ]
 
-    /// The status of `reason` (Apple's table); 400 for a reason the table does not have (the relay's own `BadPayload`).
+    /// The status of `reason` (Apple's table); 400 for a reason the table does not have (the relay's own `BadPayload`,
+    /// for a body that is not a JSON object: APNs documents no reason for it).
     package static func status(of reason: String) -> HTTPResponse.Status {
         HTTPResponse.Status(code: byReason[reason]?.status ?? 400)
     }
 
     private static let byReason = Dictionary(uniqueKeysWithValues: reasons.map { ($0.reason, $0) })
+
+    /// Whether `topic` is the app `appID` or one of the topics APNs derives from it for other push types
+    /// (``topicSuffixes``): else 400 `DeviceTokenNotForTopic`.
+    package static func topic(_ topic: String, isFor appID: String) -> Bool {
+        topic == appID || topicSuffixes.contains { topic == appID + $0 }
+    }
 
     /// The topics an app id stands for besides itself (Apple's push types table): `.voip`, `.complication`,
     /// `.pushkit.fileprovider`, `.location-query`, `.push-type.liveactivity`.

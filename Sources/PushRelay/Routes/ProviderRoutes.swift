@@ -20,85 +20,77 @@ struct ProviderRoutes {
         }
     }
 
-    /// Whether `topic` is the app `appID` or one of the topics APNs derives from it for other push types
-    /// (`.voip`, `.complication`, `.pushkit.fileprovider`, `.location-query`, `.push-type.liveactivity`).
-    static func topic(_ topic: String, isFor appID: String) -> Bool {
-        topic == appID || APNsTables.topicSuffixes.contains { topic == appID + $0 }
-    }
-
     private func header(_ request: Request, _ name: String) -> [String] {
         guard let field = HTTPField.Name(name) else { return [] }
         return request.headers[values: field]
     }
 
-    /// APNs' refusal: the status is the reason's in Apple's table (``APNsTables``); `status` must agree (checked in
-    /// debug builds), so a reason cannot be answered with another status by mistake.
-    private func apnsError(_ status: HTTPResponse.Status, _ reason: String, apnsID: String, timestamp: Int64? = nil) -> RawJSONError {
-        assert(reason == "BadPayload" || APNsTables.status(of: reason) == status || reason == "ServiceUnavailable",
-               "\(reason) is \(APNsTables.status(of: reason)) in Apple's table")
+    /// APNs' refusal, with the status Apple's table gives `reason` (``APNsTables``): a reason cannot be answered with
+    /// another status by mistake. Only an outage fault names its own status (`status`).
+    private func apnsError(_ reason: String, apnsID: String, timestamp: Int64? = nil, status: HTTPResponse.Status? = nil) -> RawJSONError {
         var headers = HTTPFields()
         headers[HTTPField.Name("apns-id")!] = apnsID
-        return RawJSONError(status, body: RelayWire.APNsError(reason: reason, timestamp: timestamp), headers: headers)
+        return RawJSONError(status ?? APNsTables.status(of: reason), body: RelayWire.APNsError(reason: reason, timestamp: timestamp), headers: headers)
     }
 
     func apns(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let token = try context.parameters.require("token")
         for name in ["apns-id", "apns-expiration", "apns-priority", "apns-collapse-id", "apns-push-type", "apns-topic"] where header(request, name).count > 1 {
-            throw apnsError(.badRequest, "DuplicateHeaders", apnsID: RandomHex.uuid())
+            throw apnsError("DuplicateHeaders", apnsID: RandomHex.uuid())
         }
         var apnsID = RandomHex.uuid()
         if let given = header(request, "apns-id").first {
-            guard UUID(uuidString: given) != nil, given.count == 36 else { throw apnsError(.badRequest, "BadMessageId", apnsID: apnsID) }
+            guard UUID(uuidString: given) != nil, given.count == 36 else { throw apnsError("BadMessageId", apnsID: apnsID) }
             apnsID = given.lowercased()
         }
         // Token-based authentication, as APNs answers it (`--provider-auth`); a provider token needs a topic.
         let offset = await hub.clockOffsetSeconds()
         switch auth.check(authorization: header(request, "authorization").first, now: FCMRoutes.unixNow, clockOffset: offset) {
         case .valid:
-            guard header(request, "apns-topic").first != nil else { throw apnsError(.badRequest, "MissingTopic", apnsID: apnsID) }
+            guard header(request, "apns-topic").first != nil else { throw apnsError("MissingTopic", apnsID: apnsID) }
         case .absent where configuration.providerAuth == .lenient:
             break
         case .absent:
-            throw apnsError(.forbidden, "MissingProviderToken", apnsID: apnsID)
+            throw apnsError("MissingProviderToken", apnsID: apnsID)
         case .refused(let reason):
-            throw apnsError(.forbidden, reason, apnsID: apnsID)
+            throw apnsError(reason, apnsID: apnsID)
         }
         let now = await hub.now()
         var expiresAt: Int64? = now + Self.thirtyDaysMillis
         if let text = header(request, "apns-expiration").first {
             // Up to the year 9999; larger values would overflow the millisecond clock.
             guard let seconds = Int64(text), seconds >= 0, seconds <= 253_402_300_799 else {
-                throw apnsError(.badRequest, "BadExpirationDate", apnsID: apnsID)
+                throw apnsError("BadExpirationDate", apnsID: apnsID)
             }
             expiresAt = seconds == 0 ? now : seconds * 1000
         }
         var priority = 10
         if let text = header(request, "apns-priority").first {
-            guard let p = Int(text), [10, 5, 1].contains(p) else { throw apnsError(.badRequest, "BadPriority", apnsID: apnsID) }
+            guard let p = Int(text), [10, 5, 1].contains(p) else { throw apnsError("BadPriority", apnsID: apnsID) }
             priority = p
         }
         if let topic = header(request, "apns-topic").first, topic.isEmpty || topic.utf8.count > 255 || topic.contains(where: \.isWhitespace) {
-            throw apnsError(.badRequest, "BadTopic", apnsID: apnsID)
+            throw apnsError("BadTopic", apnsID: apnsID)
         }
         let collapseID = header(request, "apns-collapse-id").first
-        if let collapseID, collapseID.utf8.count > 64 { throw apnsError(.badRequest, "BadCollapseId", apnsID: apnsID) }
+        if let collapseID, collapseID.utf8.count > 64 { throw apnsError("BadCollapseId", apnsID: apnsID) }
         let pushType = header(request, "apns-push-type").first ?? "alert"
-        guard Self.apnsPushTypes.contains(pushType) else { throw apnsError(.badRequest, "InvalidPushType", apnsID: apnsID) }
-        if pushType == "background", priority == 10 { throw apnsError(.badRequest, "BadPriority", apnsID: apnsID) }
+        guard Self.apnsPushTypes.contains(pushType) else { throw apnsError("InvalidPushType", apnsID: apnsID) }
+        if pushType == "background", priority == 10 { throw apnsError("BadPriority", apnsID: apnsID) }
 
-        guard TokenFactory.isAPNsShaped(token) else { throw apnsError(.badRequest, "BadDeviceToken", apnsID: apnsID) }
+        guard TokenFactory.isAPNsShaped(token) else { throw apnsError("BadDeviceToken", apnsID: apnsID) }
         let body: [UInt8]
         do {
             body = try await request.collectBody(limit: configuration.maxProviderBodyBytes)
         } catch let error as APIError where error.status == .contentTooLarge {
-            throw apnsError(.contentTooLarge, "PayloadTooLarge", apnsID: apnsID)
+            throw apnsError("PayloadTooLarge", apnsID: apnsID)
         }
-        guard !body.isEmpty else { throw apnsError(.badRequest, "PayloadEmpty", apnsID: apnsID) }
+        guard !body.isEmpty else { throw apnsError("PayloadEmpty", apnsID: apnsID) }
         let limit = pushType == "voip" ? RelayConfiguration.maxVoIPPayloadBytes : configuration.maxAPNsPayloadBytes
-        guard body.count <= limit else { throw apnsError(.contentTooLarge, "PayloadTooLarge", apnsID: apnsID) }
+        guard body.count <= limit else { throw apnsError("PayloadTooLarge", apnsID: apnsID) }
         guard let payload = try? WireJSON.decode(JSONValue.self, from: body, fast: JSONParser.parse), payload.objectValue != nil else {
             // APNs has no documented reason for malformed JSON; this relay answers BadPayload.
-            throw apnsError(.badRequest, "BadPayload", apnsID: apnsID)
+            throw apnsError("BadPayload", apnsID: apnsID)
         }
         let message = RelayMessage(id: apnsID, payload: payload, priority: priority, collapseID: collapseID, pushType: pushType,
                                    sentAt: now, expiresAt: expiresAt, phase: .stored)
@@ -108,13 +100,13 @@ struct ProviderRoutes {
             headers[HTTPField.Name("apns-id")!] = apnsID
             return Response(status: .ok, headers: headers)
         case .unknownToken, .wrongPlatform:
-            throw apnsError(.badRequest, "BadDeviceToken", apnsID: apnsID)
+            throw apnsError("BadDeviceToken", apnsID: apnsID)
         case .topicMismatch:
-            throw apnsError(.badRequest, "DeviceTokenNotForTopic", apnsID: apnsID)
+            throw apnsError("DeviceTokenNotForTopic", apnsID: apnsID)
         case .unregistered(let at):
-            throw apnsError(.gone, "Unregistered", apnsID: apnsID, timestamp: at)
+            throw apnsError("Unregistered", apnsID: apnsID, timestamp: at)
         case .rateLimited:
-            throw apnsError(.tooManyRequests, "TooManyRequests", apnsID: apnsID)
+            throw apnsError("TooManyRequests", apnsID: apnsID)
         case .outage(let status):
             let reason = switch status {
             case 429: "TooManyRequests"
@@ -123,7 +115,7 @@ struct ProviderRoutes {
             case 413: "PayloadTooLarge"
             default: "ServiceUnavailable"
             }
-            throw apnsError(HTTPResponse.Status(code: status), reason, apnsID: apnsID)
+            throw apnsError(reason, apnsID: apnsID, status: HTTPResponse.Status(code: status))
         }
     }
 }

@@ -276,7 +276,7 @@ actor RelayHub {
         }
         guard var device = devices[token] else { return .unknownToken }
         if let platformRequired, device.platform != platformRequired { return .wrongPlatform }
-        if let topic, !ProviderRoutes.topic(topic, isFor: device.appID) { return .topicMismatch }
+        if let topic, !APNsTables.topic(topic, isFor: device.appID) { return .topicMismatch }
         if validateOnly { return .accepted }
         let message = message.resolved(for: device.platform)
         guard takeToken(token) else { return .rateLimited }

@@ -102,6 +102,9 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
         })
     }
 
+    /// ALPN chose a protocol the server never offered (a broken client): the connection closes.
+    struct UnofferedProtocol: Error { let name: String }
+
     /// TLS, then the protocol ALPN chose (or, without ALPN, the one the first bytes show).
     func configureTLS(_ channel: any Channel, context: NIOSSLContext, logger: Logger) throws {
         let pipeline = channel.pipeline.syncOperations
@@ -114,7 +117,7 @@ where Responder.Context: InitializableFromSource<ApplicationRequestContextSource
                 case .negotiated("h2"): try setup.configureHTTP2(channel, logger: logger)
                 case .negotiated("http/1.1"): try setup.configureHTTP1(channel, logger: logger)
                 case .fallback: try setup.addPrefaceDetector(channel, logger: logger)
-                case .negotiated: throw ChannelError.badInterfaceAddressFamily  // never offered: close
+                case .negotiated(let other): throw UnofferedProtocol(name: other)
                 }
             }
         })

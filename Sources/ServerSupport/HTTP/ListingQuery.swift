@@ -18,9 +18,10 @@ package struct ListingQuery: Sendable {
     /// The items that end a wait (1 when only `wait` is given).
     package let minCount: Int
 
-    /// Reads `request`'s query, refusing parameters outside `allowed` (and ``waitParameters``).
+    /// Reads `request`'s query, refusing parameters outside `allowed` (and ``waitParameters``). The pairs come from
+    /// ``QueryValue/pairs(query:)``, the fuzzed reading of a query.
     package init(_ request: Request, allowed: Set<String>) throws(APIError) {
-        try self.init(pairs: request.uri.queryParameters.map { (String($0.key), String($0.value)) }, allowed: allowed)
+        try self.init(pairs: request.uri.query.map { QueryValue.pairs(query: Substring($0)) }?.map { ($0.name, $0.value) } ?? [], allowed: allowed)
     }
 
     /// Reads query pairs (the first of a repeated name counts).
