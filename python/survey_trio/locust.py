@@ -36,14 +36,13 @@ _lock = threading.Lock()
 
 @events.init_command_line_parser.add_listener
 def _arguments(parser):
-    group = parser
-    group.add_argument("--participants", type=int, default=100, include_in_web_ui=True,
+    parser.add_argument("--participants", type=int, default=100, include_in_web_ui=True,
                        help="participants each Locust process creates through the trio's admin API at test start")
-    group.add_argument("--participants-file", default="", include_in_web_ui=True,
+    parser.add_argument("--participants-file", default="", include_in_web_ui=True,
                        help="the load tool's participants file, for a server without the trio's admin API")
-    group.add_argument("--relay-url", default="", include_in_web_ui=True, help="the push relay (devices get their tokens there)")
-    group.add_argument("--timezone", default="America/New_York", include_in_web_ui=True, help="the zone every phone registers in")
-    group.add_argument("--record-file", default="", include_in_web_ui=False,
+    parser.add_argument("--relay-url", default="", include_in_web_ui=True, help="the push relay (devices get their tokens there)")
+    parser.add_argument("--timezone", default="America/New_York", include_in_web_ui=True, help="the zone every phone registers in")
+    parser.add_argument("--record-file", default="", include_in_web_ui=False,
                        help="append this process's study id, survey id and participant count to FILE (a JSON line) at test start")
 
 

@@ -50,7 +50,7 @@ struct FCMRoutes {
     /// given `project`, a token of another project's service account (403 `PERMISSION_DENIED`, FCM's `ErrorCode`
     /// table). Access tokens expire on the relay clock.
     func checkCredentials(_ request: Request, project: String? = nil) async throws {
-        let relayNow = await hub.now() / 1000
+        let relayNow = hub.now() / 1000
         switch auth.check(authorization: request.headers[.authorization], now: relayNow) {
         case .valid(let owner):
             guard let project, owner != project else { return }
@@ -134,7 +134,7 @@ struct FCMRoutes {
         guard size <= configuration.maxAPNsPayloadBytes else {
             throw Self.invalid("message is too big (\(size) bytes of payload, limit \(configuration.maxAPNsPayloadBytes))")
         }
-        let now = await hub.now()
+        let now = hub.now()
         let id = "0:\(now)%" + RandomHex.make(16)
         var relayMessage = RelayMessage(
             id: id, payload: android.payload, priority: android.priority, collapseID: android.collapseID, pushType: android.pushType,
@@ -179,7 +179,7 @@ struct FCMRoutes {
         let form = FormBody(parsingBytes: try await request.collectBody(limit: 64 * 1024))
         do {
             let issued = try auth.exchange(grantType: form["grant_type"], assertion: form["assertion"], now: Self.unixNow,
-                                           relayNow: await hub.now() / 1000, lenient: configuration.providerAuth == .lenient)
+                                           relayNow: hub.now() / 1000, lenient: configuration.providerAuth == .lenient)
             return JSONResponse.make(data: Data(JSONValue.object([
                 "access_token": .string(issued.token), "expires_in": .number(Double(issued.expiresIn)), "token_type": "Bearer",
             ]).compactBytes))

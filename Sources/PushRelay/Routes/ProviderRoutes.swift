@@ -44,7 +44,7 @@ struct ProviderRoutes {
             apnsID = given.lowercased()
         }
         // Token-based authentication, as APNs answers it (`--provider-auth`); a provider token needs a topic.
-        let offset = await hub.clockOffsetSeconds()
+        let offset = hub.clockOffsetSeconds()
         switch auth.check(authorization: header(request, "authorization").first, now: FCMRoutes.unixNow, clockOffset: offset) {
         case .valid:
             guard header(request, "apns-topic").first != nil else { throw apnsError("MissingTopic", apnsID: apnsID) }
@@ -55,7 +55,7 @@ struct ProviderRoutes {
         case .refused(let reason):
             throw apnsError(reason, apnsID: apnsID)
         }
-        let now = await hub.now()
+        let now = hub.now()
         var expiresAt: Int64? = now + Self.thirtyDaysMillis
         if let text = header(request, "apns-expiration").first {
             // Up to the year 9999; larger values would overflow the millisecond clock.

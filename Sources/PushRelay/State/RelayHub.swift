@@ -2,6 +2,7 @@ import Foundation
 import Prometheus
 import ServerSupport
 import SurveyWire
+import Synchronization
 
 /// What a device stream carries: relay output, or a keepalive tick.
 enum StreamItem: Sendable {
@@ -57,7 +58,9 @@ actor RelayHub {
     private var connections: [String: Connection] = [:]
     private var trace: [TraceEntry] = []
     private var nextConnectionID: UInt64 = 1
-    private var clockOffsetMillis: Int64 = 0
+    /// How far the relay clock is ahead of real time (ms). Changed only on the actor (a clock move, a reset), read from
+    /// anywhere without a hop: every provider request reads the relay clock, to age credentials and stamp messages.
+    private let clockOffsetMillis = Atomic<Int64>(0)
     private let traceLimit: Int
     private let metrics: ServerMetrics?
 
@@ -120,13 +123,13 @@ actor RelayHub {
     }
 
     /// Relay-clock milliseconds (real time plus the control API's advance).
-    func now() -> Int64 {
-        WireTime.epochMillis(Date()) + clockOffsetMillis
+    nonisolated func now() -> Int64 {
+        WireTime.epochMillis(Date()) + clockOffsetMillis.load(ordering: .relaxed)
     }
 
     /// How far the relay clock is ahead of real time, in whole seconds (what ages provider credentials).
-    func clockOffsetSeconds() -> Int64 {
-        clockOffsetMillis / 1000
+    nonisolated func clockOffsetSeconds() -> Int64 {
+        clockOffsetMillis.load(ordering: .relaxed) / 1000
     }
 
     // MARK: Device link
@@ -503,8 +506,8 @@ actor RelayHub {
     func advanceClock(seconds: Int64) -> Int64 {
         // The route bounds `seconds` (WireLimits.relayClockAdvanceSeconds); saturate anyway, so no caller can trap the relay.
         let (millis, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        let (offset, overflow2) = clockOffsetMillis.addingReportingOverflow(overflow ? .max : millis)
-        clockOffsetMillis = overflow || overflow2 ? .max / 2 : offset
+        let (offset, overflow2) = clockOffsetMillis.load(ordering: .relaxed).addingReportingOverflow(overflow ? .max : millis)
+        clockOffsetMillis.store(overflow || overflow2 ? .max / 2 : offset, ordering: .relaxed)
         let t = now()
         var entries: [TraceEntry] = []
         for token in devices.keys { devices[token]!.expire(now: t, trace: &entries) }
@@ -526,7 +529,7 @@ actor RelayHub {
         buckets = [:]
         trace = []
         store?.wipe()
-        clockOffsetMillis = 0
+        clockOffsetMillis.store(0, ordering: .relaxed)
     }
 
     /// Ends every open stream (graceful shutdown).
