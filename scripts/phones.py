@@ -21,8 +21,6 @@ Usage: phones.py --server URL --relay URL [--phones 50] [--requests 30] [--healt
        [--timeout 15] [--only reproducer|flow] [--retry-503]
 """
 import argparse
-import base64
-import hashlib
 import http.client
 import json
 import os
@@ -30,20 +28,19 @@ import sys
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 
-from cryptography.hazmat.primitives import padding
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-from cryptography.hazmat.primitives.serialization import load_der_public_key
+# Beiwe's password hash and answers encryption: survey_trio.beiwe (Python, this repository's python/ package).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from survey_trio.beiwe import answers_csv, encrypted_answers, password_hash  # noqa: E402
 
 SURVEY = {
     "name": "Phones", "survey_type": "tracking_survey",
     "content": [{"question_id": "mood", "question_type": "slider", "question_text": "How do you feel?", "min": "0", "max": "10"}],
     "schedules": [{"type": "weekly", "day_of_week": 1, "hour": 9, "minute": 0}],
 }
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).decode()
+# The upload's rows, before encryption: the header and one answer to SURVEY's question.
+ANSWERS = answers_csv({"mood": ("slider", "How do you feel?", "0-10", "7")})
 
 
 class Connection:
@@ -96,7 +93,7 @@ class Phone(threading.Thread):
     def form(self, path, fields, password=None):
         fields = dict(fields)
         fields.update(patient_id=self.patient_id, device_id=self.device_id,
-                      password=b64url(hashlib.sha256((password or self.password).encode()).digest()))
+                      password=password_hash(password or self.password))
         body = urllib.parse.urlencode(fields).encode()
         self.current = path
         while True:
@@ -119,22 +116,6 @@ class Phone(threading.Thread):
         self.tokens.append(body["token"])
         return body["token"]
 
-    def encrypted_answers(self, public_key_text):
-        key = load_der_public_key(base64.b64decode(public_key_text)).public_numbers()
-        aes_key = os.urandom(16)
-        message = int.from_bytes(b64url(aes_key).encode(), "big")
-        size = (key.n.bit_length() + 7) // 8
-        lines = [b64url(pow(message, key.e, key.n).to_bytes(size, "big"))]
-        rows = ["question id,question type,question text,question answer options,answer",
-                "mood,slider,How do you feel?,0-10,7"]
-        for row in rows:
-            iv = os.urandom(16)
-            padder = padding.PKCS7(128).padder()
-            encryptor = Cipher(algorithms.AES(aes_key), modes.CBC(iv)).encryptor()
-            cipher = encryptor.update(padder.update(row.encode()) + padder.finalize()) + encryptor.finalize()
-            lines.append(b64url(iv) + ":" + b64url(cipher))
-        return "\n".join(lines)
-
     def run(self):
         try:
             first = self.token()
@@ -153,7 +134,7 @@ class Phone(threading.Thread):
                 self.expect(status, 200, route, data)
             if self.upload:
                 name = f"{self.patient_id}_surveyAnswers_{self.survey_id}_{int(time.time() * 1000)}.csv"
-                status, data = self.form("/upload", {"file_name": name, "file": self.encrypted_answers(registration["client_public_key"])})
+                status, data = self.form("/upload", {"file_name": name, "file": encrypted_answers(registration["client_public_key"], ANSWERS)})
                 self.expect(status, 200, "/upload", data)
         except Exception as error:  # noqa: BLE001 - every failure is reported by the round
             self.error = f"{self.patient_id} at {self.current}: {type(error).__name__}: {error}"

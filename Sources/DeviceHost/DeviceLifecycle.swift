@@ -62,19 +62,9 @@ struct DeviceLifecycle: Equatable, Sendable {
     /// Delete: the device stops first (if it runs), then is gone; `.none` means it is gone now.
     mutating func deleteAsked() -> Action {
         deleteWanted = true
-        switch phase {
-        case .stopped:
-            phase = .deleted
-            return .none
-        case .running:
-            phase = .stopping
-            return .stop
-        case .starting:
-            stopWanted = true
-            return .wait
-        case .stopping: return .wait
-        case .deleted: return .refuse
-        }
+        guard phase == .stopped else { return stopAsked() }
+        phase = .deleted
+        return .none
     }
 
     /// The start ended; returns `.stop` when a stop was asked for meanwhile.
