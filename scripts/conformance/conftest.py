@@ -6,34 +6,22 @@ difference. `generate.py` renders docs/CONFORMANCE.md from the same tables.
 """
 import http.client
 import json
-import os
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-BIN = Path(os.environ.get("TRIO_BIN_DIR", Path(__file__).resolve().parents[2] / ".build" / "debug"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from relay_process import BIN, RelayProcess  # noqa: E402
 
 
 def tables():
     return json.loads(subprocess.run([str(BIN / "push-relay"), "--conformance"], capture_output=True, check=True, text=True).stdout)
 
 
-class Relay:
-    def __init__(self, *arguments):
-        self.process = subprocess.Popen([str(BIN / "push-relay"), "--port", "0", "--parent-pid", str(os.getpid()), *arguments],
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        line = self.process.stdout.readline().decode()
-        assert line.startswith("READY "), f"push-relay did not start: {line!r}"
-        ready = json.loads(line.split(" ", 1)[1])
-        self.url = ready["url"]
-        self.tls_url = ready.get("tls_url")
-        self.port = int(self.url.rsplit(":", 1)[1])
-
+class Relay(RelayProcess):
     def request(self, method, path, body=None, headers=(), raw=None):
         """(status, parsed JSON or None, headers) of one HTTP/1.1 request; `headers` is a list (a name may repeat)."""
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
@@ -66,11 +54,6 @@ class Relay:
 
     def advance(self, seconds):
         assert self.call("POST", "/__control/clock", {"advance_seconds": seconds})[0] == 200
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
 
 
 @pytest.fixture

@@ -5,29 +5,17 @@ test asks for `strict_relay`. `Device` registers a token and reads its event str
 """
 import http.client
 import json
-import os
-import subprocess
-import time
+import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-BIN = Path(os.environ.get("TRIO_BIN_DIR", Path(__file__).resolve().parents[2] / ".build" / "debug"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from relay_process import RelayProcess  # noqa: E402
 
 
-class Relay:
-    def __init__(self, *arguments):
-        self.process = subprocess.Popen([str(BIN / "push-relay"), "--port", "0", "--parent-pid", str(os.getpid()), *arguments],
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        line = self.process.stdout.readline().decode()
-        assert line.startswith("READY "), f"push-relay did not start: {line!r}"
-        ready = json.loads(line.split(" ", 1)[1])
-        self.url = ready["url"]
-        self.port = int(self.url.rsplit(":", 1)[1])
-        # The provider API over TLS with HTTP/2 (APNs' transport), and the CA its certificate comes from.
-        self.tls_url = ready.get("tls_url")
-
+class Relay(RelayProcess):
     def call(self, method, path, body=None, headers=None):
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
         data = None if body is None else json.dumps(body)
@@ -53,11 +41,6 @@ class Relay:
         with urllib.request.urlopen(f"{self.url}/__control/tls/ca.pem") as response:
             path.write_bytes(response.read())
         return str(path)
-
-    def stop(self):
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=5)
 
 
 class Device:
