@@ -129,7 +129,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // Canonical is a fixed point: making it canonical again changes nothing.
         guard case .success(let again) = RequestPath.canonical(canonical) else { preconditionFailure("a canonical target was refused") }
         precondition(again == canonical, "canonical(canonical(t)) != canonical(t)")
-        let path = canonical.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let path = RequestPath.path(of: canonical)
         precondition(!path.contains("//"), "a canonical path has an empty segment")
         for (_, value) in QueryValue.pairs(ofTarget: canonical) {
             if let wait = QueryValue.duration(value, in: .zero...Duration.seconds(60)) {

@@ -1,4 +1,5 @@
 import ServerSupport
+import SurveyWire
 import Testing
 
 /// The one spelling of a path that the guards, the intercepts and the router all see (`ServerSupport.RequestTarget`).
@@ -40,6 +41,19 @@ import Testing
         for uri in ["/\\__admin/info", "/__admin\\info", "/x\\"] {
             #expect(refusal(uri) == .backslash, "\(uri)")
         }
+    }
+
+    /// HTTP/2 carries `:path` as raw bytes, where HTTP/1.1's parser refuses anything outside visible ASCII: the one
+    /// front door refuses them on both. `?` then U+0353 (a combining mark) is one `Character`, so a path split on
+    /// `Character`s carried the query into the path (the fuzzer's find, `Fuzz/corpus/target/crash-combining-question-mark`).
+    @Test func bytesOutsideVisibleASCIIAreRefused() {
+        for uri in ["/s/?\u{0353}a//b", "/__control/\u{0353}stats", "/a b", "/a\u{7F}", "/a\u{00}", "/x?a=\u{E9}", "/x?a=b c",
+                    "/x?\t", "/caf\u{E9}"] {
+            #expect(refusal(uri) == .invalidByte, "\(uri.debugDescription)")
+        }
+        #expect(canonical("/x?a=%E9&b=~!$'()*+,;:@") == "/x?a=%E9&b=~!$'()*+,;:@")
+        #expect(RequestPath.path(of: "/s/?\u{0353}a//b") == "/s/")
+        #expect(RequestPath.path(of: "/s/a") == "/s/a")
     }
 
     /// Neither the router nor the guards decode a path: an encoded character is text to both, so it is kept (a

@@ -25,7 +25,10 @@ def spellings(target):
     name = path[1:]
     forms = [path, "/" + path, "//" + name + "/", path + "/", path + "//", "/." + path, path.replace("/", "//"),
              "/%2F" + name, "/%2f" + name, path + "/.", "/./" + name, "/x/.." + path, "/" + name.replace("_", "%5F"),
-             path.upper(), "///" + name, path + "?x=/", "//" + name + "?x=//"]
+             path.upper(), "///" + name, path + "?x=/", "//" + name + "?x=//",
+             # A combining mark after a slash or a `?` joins it into one Swift `Character`: text comparisons and the
+             # router would read two paths (every listener refuses a byte outside visible ASCII instead).
+             path[:path.rindex("/") + 1] + "\u0353" + path[path.rindex("/") + 1:], path + "?\u0353x=//"]
     return [form + suffix if "?" not in form else form for form in forms]
 
 
@@ -46,6 +49,22 @@ def test_every_listener_is_found_and_speaks_its_protocols(fleet):
             assert {"tls-h1", "tls-h2", "tls-noalpn-h2", "tls-noalpn-h1"} <= set(spoken), (url, spoken)
         else:
             assert "h1" in spoken, (url, spoken)
+
+
+def test_a_byte_outside_visible_ascii_is_refused_alike_on_every_listener(fleet):
+    """HTTP/1.1's parser refuses a target byte outside visible ASCII; HTTP/2 carries `:path` as raw bytes, so the front
+    door refuses them itself: a 400 on every listener and protocol, never a route."""
+    answers = {}
+    for url in fleet.listeners:
+        for protocol in protocols(url, fleet):
+            c = client(url, protocol)
+            for target in ["/__control/\u0353stats", "/__admin/\u0353info", "/caf\u00e9", "/x?\u0353a=b"]:
+                answer = c.request("GET", target, [("authorization", f"Bearer {TOKEN}")])
+                answers[(url, protocol, target)] = answer[0] if is_h2(protocol) else answer
+            c.close()
+    wrong = {key: status for key, status in answers.items() if status != 400}
+    assert not wrong, wrong
+    assert len(answers) >= 4 * 20, len(answers)
 
 
 def test_no_guarded_route_answers_without_its_token(fleet):

@@ -46,7 +46,7 @@ final class FaultTable: Sendable {
 
     /// `/upload`, `/upload/` and `/upload/ios` are one route; `/submit/*` covers every path under `/submit/`.
     static func route(of path: String) -> String {
-        var route = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
+        var route = String(RequestPath.path(of: path))
         while route.count > 1, route.hasSuffix("/") { route.removeLast() }
         if route.hasSuffix("/ios") { route.removeLast(4) }
         return route.isEmpty ? "/" : route

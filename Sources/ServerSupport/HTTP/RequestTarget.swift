@@ -18,6 +18,7 @@ package enum RequestTarget {
         case .notOriginForm: why = "the request target must be a path starting with '/'"
         case .dotSegment: why = "the path has a '.' or '..' segment"
         case .backslash: why = "the path has a backslash"
+        case .invalidByte: why = "the request target has a byte outside visible ASCII (percent-encode it)"
         }
         return APIError(.badRequest, code: "invalid_path", why)
     }
