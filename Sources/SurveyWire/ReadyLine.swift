@@ -21,10 +21,13 @@ public struct ReadyLine: Codable, Sendable, Equatable {
     public var proxyURL: String?
     /// The relay's proxy as `survey-cli up` names it.
     public var pushRelayProxy: String?
+    /// The bearer token every control plane takes, when `survey-cli up` generated it (bound beyond loopback without
+    /// `--token` or `TRIO_TOKEN`, as the container image does): the only place it is told.
+    public var token: String?
 
     enum CodingKeys: String, CodingKey {
         case service, url, pid, mockServer = "mock_server", pushRelay = "push_relay", pushRelays = "push_relays", tlsURL = "tls_url"
-        case devices, proxyURL = "proxy_url", pushRelayProxy = "push_relay_proxy"
+        case devices, proxyURL = "proxy_url", pushRelayProxy = "push_relay_proxy", token
     }
 
     /// Creates the value from its fields.

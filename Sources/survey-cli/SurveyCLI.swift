@@ -9,5 +9,5 @@ struct SurveyCLI: AsyncParsableCommand {
         commandName: "survey-cli",
         abstract: "Run the mock study server and push relay, and drive a simulated participant device.",
         version: "survey-cli \(TrioVersion.current)",
-        subcommands: [Up.self, Demo.self, Load.self, Device.self, Devices.self, TraceCommand.self, MessagingCommand.self])
+        subcommands: [Up.self, Healthcheck.self, Demo.self, Load.self, Device.self, Devices.self, TraceCommand.self, MessagingCommand.self])
 }

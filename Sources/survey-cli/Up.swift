@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ServerSupport
 import SurveyWire
 import TrioTesting
 
@@ -17,13 +18,38 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Port for push-relay (0: any free port; the first relay's when there are several).") var relayPort = 0
     @Option(help: "Relays to start, with node ids 0..K-1; the mock server sends each push to the relay that issued its token. The READY line lists them all in push_relays.")
     var relays = 1
-    @Option(help: "Bearer token for /__admin, /__control, /__devices and /metrics on every process (default: none; loopback only).")
+    @Option(help: "Port for the relay's TLS listener (0: any free port).") var tlsPort = 0
+    @Option(help: "Port for the relay's HTTPS proxy (0: any free port).") var proxyPort = 0
+    @Option(help: "Port for the devices API (0: any free port).") var devicesPort = 0
+    @Option(help: "Address every process binds. Beyond loopback a token is required: --token, else $TRIO_TOKEN, else one is generated and printed in READY as \"token\".")
+    var host = "127.0.0.1"
+    @Option(help: "Bearer token for /__admin, /__control, /__devices and /metrics on every process (default: $TRIO_TOKEN; none on loopback).")
     var token: String?
 
     func validate() throws {
-        guard (0...65535).contains(serverPort), (0...65535).contains(relayPort) else { throw ValidationError("ports must be 0-65535") }
+        for port in [serverPort, relayPort, tlsPort, proxyPort, devicesPort] where !(0...65535).contains(port) {
+            throw ValidationError("ports must be 0-65535")
+        }
         guard (1...64).contains(relays) else { throw ValidationError("--relays must be 1-64") }
-        if let token, token.isEmpty || token.contains(where: \.isWhitespace) { throw ValidationError("--token must be non-empty, without spaces") }
+        if relays > 1, tlsPort != 0 || proxyPort != 0 { throw ValidationError("--tls-port and --proxy-port need --relays 1 (every relay has its own)") }
+        if let token, !Self.isValidToken(token) { throw ValidationError("--token must be non-empty, without spaces") }
+        if let token = ProcessInfo.processInfo.environment["TRIO_TOKEN"], token != "", !Self.isValidToken(token) {
+            throw ValidationError("TRIO_TOKEN must be non-empty, without spaces")
+        }
+    }
+
+    static func isValidToken(_ token: String) -> Bool {
+        !token.isEmpty && !token.contains(where: { $0.isWhitespace || !$0.isASCII })
+    }
+
+    /// The token every process takes: `--token`, else `$TRIO_TOKEN`, else (bound beyond loopback) 32 random bytes in hex,
+    /// told only in the READY line; nil on loopback with neither.
+    func effectiveToken() -> (token: String?, generated: Bool) {
+        if let token { return (token, false) }
+        if let token = ProcessInfo.processInfo.environment["TRIO_TOKEN"], token != "" { return (token, false) }
+        guard !HostName.isLoopbackBind(host) else { return (nil, false) }
+        var random = SystemRandomNumberGenerator()
+        return ((0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined(), true)
     }
 
     func run() async throws {
@@ -34,6 +60,9 @@ struct Up: AsyncParsableCommand {
         options.serverPort = serverPort
         options.relayPort = relayPort
         options.relayCount = relays
+        let (token, generated) = effectiveToken()
+        options.serverArguments += ["--host", host]
+        options.relayArguments += ["--host", host, "--tls-port", String(tlsPort), "--proxy-port", String(proxyPort)]
         if let token {
             options.serverArguments += ["--admin-token", token]
             options.relayArguments += ["--control-token", token]
@@ -44,7 +73,8 @@ struct Up: AsyncParsableCommand {
         do {
             devices = try await ServerProcess.launch(
                 executable: URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]),
-                arguments: ["devices", "serve", "--server", trio.server.url, "--relay", trio.relay.url, "--port", "0",
+                arguments: ["devices", "serve", "--server", trio.server.url, "--relay", trio.relay.url, "--host", host,
+                            "--port", String(devicesPort),
                             "--data-dir", dir.appendingPathComponent("devices").path, "--parent-pid", String(getpid())]
                     + (token.map { ["--token", $0] } ?? []),
                 logFile: dir.appendingPathComponent("survey-devices.log"))
@@ -58,7 +88,16 @@ struct Up: AsyncParsableCommand {
                              devices: devices.url)
         var ready = line
         ready.pushRelayProxy = trio.relay.ready.proxyURL
+        ready.token = generated ? token : nil
         let text = ready.line()
+        // `survey-cli healthcheck` reads the URLs and the token from here (the container's HEALTHCHECK); owner-only, as
+        // the token is in it.
+        let readyFile = dir.appendingPathComponent(Healthcheck.readyFileName)
+        var saved = line
+        saved.pushRelayProxy = ready.pushRelayProxy
+        saved.token = token
+        FileManager.default.createFile(atPath: readyFile.path, contents: Data((saved.line() + "\n").utf8),
+                                       attributes: [.posixPermissions: 0o600])
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
         let reason = await signals.wait(upTo: nil, parentPID: parentPid,
                                         running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) && devices.isRunning })
@@ -73,6 +112,7 @@ struct Up: AsyncParsableCommand {
         }
         _ = await devices.stop()
         await trio.stop()
+        try? FileManager.default.removeItem(at: readyFile)
         if reason == .childExited { throw ExitCode(1) }
     }
 }
