@@ -1,4 +1,5 @@
-"""The pytest plugin: `--trio-bin-dir`, and the session fixture `trio` (one trio for the test session)."""
+"""The pytest plugin: `--trio-bin-dir`, `--trio-database`, `--trio-image`, the session fixture `trio` (one trio for
+the test session) and the per-test `trio_study`."""
 import pytest
 
 from .isolation import Study
@@ -11,11 +12,19 @@ def pytest_addoption(parser):
                     help="directory holding survey-cli, mock-server and push-relay (default: $TRIO_BIN_DIR, then PATH)")
     group.addoption("--trio-database", default=":memory:",
                     help="the mock server's store: :memory:, a SQLite path or a postgres:// URL (default :memory:)")
+    group.addoption("--trio-image", default=None,
+                    help="run the trio from this container image (survey_trio.testcontainers) instead of binaries")
 
 
 @pytest.fixture(scope="session")
 def trio(tmp_path_factory, pytestconfig):
     """The trio for this session: `trio.admin`, `trio.control`, `trio.devices`, `trio.device(...)`, its URLs."""
+    image = pytestconfig.getoption("trio_image")
+    if image:
+        from .testcontainers import TrioContainer  # testcontainers-python is needed only here
+        with TrioContainer(image) as running:
+            yield running
+        return
     with start(tmp_path_factory.mktemp("trio"), database=pytestconfig.getoption("trio_database"),
                bin_dir=pytestconfig.getoption("trio_bin_dir")) as running:
         yield running

@@ -26,13 +26,16 @@ def binary(name, bin_dir=None):
 class API:
     """JSON over HTTP under one base URL: `(status, body)` from every call, never an exception for a status."""
 
-    def __init__(self, base, timeout=75):
+    def __init__(self, base, timeout=75, token=None):
         self.base = base
         self.timeout = timeout
+        self.token = token
 
     def call(self, method, path, body=None):
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if data is not None else {}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         request = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
@@ -124,17 +127,21 @@ class Devices(API):
 
 
 class Trio:
-    """A running trio: its URLs and clients (`admin` under /__admin, `control` under /__control, `devices`)."""
+    """A running trio: its URLs and clients (`admin` under /__admin, `control` under /__control, `devices`), which send
+    `token` (the READY line's, when `survey-cli up` generated one) as `Authorization: Bearer`."""
 
-    def __init__(self, ready, directory, bin_dir=None):
+    def __init__(self, ready, directory, bin_dir=None, token=None):
         self.ready = ready
+        self.token = token or ready.get("token")
         self.server_url = ready["mock_server"]
         self.relay_url = ready["push_relay"]
         self.devices_url = ready.get("devices")
-        self.admin = API(self.server_url + "/__admin")
-        self.control = API(self.relay_url + "/__control")
-        self.devices = Devices(self.devices_url + "/__devices") if self.devices_url else None
-        self.directory = Path(directory)
+        self.tls_url = ready.get("tls_url")
+        self.proxy_url = ready.get("push_relay_proxy")
+        self.admin = API(self.server_url + "/__admin", token=self.token)
+        self.control = API(self.relay_url + "/__control", token=self.token)
+        self.devices = Devices(self.devices_url + "/__devices", token=self.token) if self.devices_url else None
+        self.directory = Path(directory) if directory else None
         self.bin_dir = bin_dir
 
     def device(self, name, *args, timeout=60):
