@@ -33,7 +33,7 @@ extension Integration {
             let again = try SurveyClient(configuration: clientConfiguration(trio, setup.credentials, platform: .ios, storage: storage))
             let recorder = EventRecorder(again)
             try await again.start()
-            let (surveys, _) = try await recorder.wait { if case .pushReceived(_, let ids) = $0 { ids } else { nil } }
+            let (surveys, _) = try await recorder.wait { if case .pushReceived(_, let ids, _) = $0 { ids } else { nil } }
             #expect(surveys == [secondID])
             _ = try await recorder.survey()
             try await Task.sleep(for: .milliseconds(200))

@@ -49,7 +49,7 @@ extension SurveyClient {
             resumePoint.handled(message.id)
             emit(.duplicateIgnored(messageID: message.id))
         case .fetch(let surveys):
-            emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs))
+            emit(.pushReceived(messageID: message.id, surveyIDs: push.surveyIDs, sentTime: push.sentTime))
             record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
             await attempt(messageID: message.id, surveys: surveys)
         }
@@ -169,7 +169,7 @@ extension SurveyClient {
         case .inProgress:
             return []
         case .fetch(let surveys):
-            emit(.pushReceived(messageID: messageID, surveyIDs: push.surveyIDs))
+            emit(.pushReceived(messageID: messageID, surveyIDs: push.surveyIDs, sentTime: push.sentTime))
             record(category: "survey", name: "push_received", extra: ["surveys": String(push.surveyIDs.count)])
             return await attempt(messageID: messageID, surveys: surveys)
         }

@@ -94,8 +94,9 @@ extension SurveyClientConfiguration {
 public enum SurveyClientEvent: Sendable, Equatable {
     /// Registration succeeded.
     case registered(studyID: String, scheduling: String, timeZone: String)
-    /// A survey push arrived (after de-duplication) with its relay message id.
-    case pushReceived(messageID: String, surveyIDs: [String])
+    /// A survey push arrived (after de-duplication) with its relay message id, and its Beiwe `sent_time` as the push
+    /// gave it (`%Y-%m-%dT%H:%M:%S`, UTC: the study time the earliest of its surveys was due; empty when the push had none).
+    case pushReceived(messageID: String, surveyIDs: [String], sentTime: String)
     /// A push that repeated one already handled was acked and ignored.
     case duplicateIgnored(messageID: String)
     /// The push stream went silent (nothing, not even a keepalive, for 2.5 keepalive periods) and is being replaced.

@@ -39,8 +39,12 @@ public enum DeviceEventLine {
         switch event {
         case .registered(let study, let scheduling, let zone):
             return ["event": "registered", "study_id": .string(study), "scheduling": .string(scheduling), "timezone": .string(zone)]
-        case .pushReceived(let id, let surveys):
-            return ["event": "push_received", "message_id": .string(id), "survey_ids": .array(surveys.map { .string($0) })]
+        case .pushReceived(let id, let surveys, let sentTime):
+            var object: [String: JSONValue] = ["event": "push_received", "message_id": .string(id), "survey_ids": .array(surveys.map { .string($0) })]
+            // Study time (the push log's `due_at`), not the real time the event carries by its order: RFC 3339 as the
+            // admin API writes times; left out when the push gave none or an unreadable one.
+            if let date = WireTime.parse(sentTime + "Z"), sentTime.utf8.count == 19 { object["sent_time"] = .string(WireTime.format(date)) }
+            return object
         case .duplicateIgnored(let id):
             return ["event": "duplicate_ignored", "message_id": .string(id)]
         case .streamReconnecting(let reason):

@@ -75,7 +75,7 @@ struct Demo: AsyncParsableCommand {
         let deadline = ContinuousClock.now + .seconds(15)
         while stored == nil, ContinuousClock.now < deadline, let event = await events.next() {
             switch event {
-            case .pushReceived(let id, let surveys): say("      push \(id) received for \(surveys)")
+            case .pushReceived(let id, let surveys, _): say("      push \(id) received for \(surveys)")
             case .surveyAvailable(let survey): stored = survey
             case .error(let error): say("      device error: \(error)")
             default: break

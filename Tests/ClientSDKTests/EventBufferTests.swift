@@ -23,7 +23,7 @@ import SurveyWire
         for await event in client.events { seen.append(event) }
         #expect(seen.count == 5, "\(seen)")
         // The newest survive: the last push's report is among them, the first push's is not.
-        #expect(seen.contains(.pushReceived(messageID: "external-n19", surveyIDs: ["s19"])))
-        #expect(!seen.contains(.pushReceived(messageID: "external-n0", surveyIDs: ["s0"])))
+        #expect(seen.contains(.pushReceived(messageID: "external-n19", surveyIDs: ["s19"], sentTime: "2026-05-04T14:00:00Z")))
+        #expect(!seen.contains(.pushReceived(messageID: "external-n0", surveyIDs: ["s0"], sentTime: "2026-05-04T14:00:00Z")))
     }
 }

@@ -110,8 +110,13 @@ def test_devices_over_http_wait_instead_of_sleeping(trio):
     status, moved = trio.admin.post(f"/studies/{study_id}/clock", {"advance_seconds": 4 * 3600 + 1800})
     assert status == 200, moved
     # Until the device reports the upload (at most 30 s), then until the server lists the submission.
-    for event in trio.devices.wait_for(device["device_id"], "submitted", within="30s"):
+    events = trio.devices.wait_for(device["device_id"], "submitted", within="30s")
+    for event in events:
         EVENT_SCHEMA.validate(event)
+    # The device's push_received carries the push's study time: the push log's due_at, whatever real time it came.
+    received = [event for event in events if event["event"] == "push_received"]
+    pushes = trio.admin.ok("GET", f"/studies/{study_id}/pushes")
+    assert received and received[0]["sent_time"] == pushes[0]["due_at"], (received, pushes)
     submissions = trio.admin.wait_for(f"/studies/{study_id}/submissions", count=1, within="10s", patient_id=participant["patient_id"])
     assert [s["survey_id"] for s in submissions] == [survey_id]
     assert {a["question_id"]: a["answer"] for a in submissions[0]["answers"]} == {"mood": "5", "note": "5"}
