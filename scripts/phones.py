@@ -17,8 +17,10 @@ Fails (exit 1) when any request fails or times out, a round passes its deadline,
 --health-limit-ms. Prints one line per round with the counts and the health latencies (max, p99).
 With --retry-503 a phone retries a 503 every half second, as a phone retries later (scripts/phones kills PostgreSQL
 under such a round: every request must still be answered, and every phone finish).
+With --request-limit-s, no single mobile request may take longer: across the outage, a request is answered (a 503 to
+retry, or its answer) as soon as its connection is gone or the database is back, not at the 30 s operation limit.
 Usage: phones.py --server URL --relay URL [--phones 50] [--requests 30] [--health-limit-ms 100] [--deadline 120]
-       [--timeout 15] [--only reproducer|flow] [--retry-503]
+       [--timeout 15] [--only reproducer|flow] [--retry-503] [--request-limit-s S]
 """
 import argparse
 import http.client
@@ -86,6 +88,7 @@ class Phone(threading.Thread):
         self.sent = 0
         self.retry_503 = retry_503
         self.retried = 0
+        self.slowest = 0.0
         self.current = "start"
         self.error = None
         self.tokens = []
@@ -97,7 +100,9 @@ class Phone(threading.Thread):
         body = urllib.parse.urlencode(fields).encode()
         self.current = path
         while True:
+            began = time.monotonic()
             status, data = self.server.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
+            self.slowest = max(self.slowest, time.monotonic() - began)
             self.sent += 1
             # A phone retries later what the server could not do now (its database was away).
             if status != 503 or not self.retry_503 or time.monotonic() > self.deadline:
@@ -196,6 +201,9 @@ def round_(name, args, phones, requests, upload):
     slow = [l for l in latencies if l * 1000 > args.health_limit_ms]
     if slow:
         problems.append(f"{len(slow)} of {len(latencies)} health answers took over {args.health_limit_ms} ms (worst {worst:.1f} ms)")
+    slowest = max((t.slowest for t in threads), default=0.0)
+    if args.request_limit_s and slowest > args.request_limit_s:
+        problems.append(f"a mobile request took {slowest:.1f} s (limit {args.request_limit_s} s): it waited instead of being answered")
     if upload and not problems:
         status, submissions = admin.json("GET", f"/__admin/studies/{study_id}/submissions")
         held = {s["patient_id"] for s in submissions} if status == 200 else set()
@@ -210,7 +218,8 @@ def round_(name, args, phones, requests, upload):
     total = sum(t.sent for t in threads)
     retried = sum(t.retried for t in threads)
     print(f"phones: {name}: {phones} phones, {total} mobile requests in {elapsed:.1f} s ({total / elapsed:.0f}/s); "
-          f"health {len(latencies)} probes, p99 {p99:.1f} ms, max {worst:.1f} ms; {retried} answers 503 retried; "
+          f"health {len(latencies)} probes, p99 {p99:.1f} ms, max {worst:.1f} ms; slowest mobile request {slowest:.2f} s; "
+          f"{retried} answers 503 retried; "
           f"{len(problems)} problem(s)", flush=True)
     for problem in problems[:20]:
         print(f"phones:   {problem}", file=sys.stderr, flush=True)
@@ -223,6 +232,8 @@ def main():
     parser.add_argument("--relay", required=True)
     parser.add_argument("--phones", type=int, default=50)
     parser.add_argument("--requests", type=int, default=30)
+    parser.add_argument("--request-limit-s", type=float, default=0,
+                        help="fail when one mobile request (one attempt) takes longer (0: no limit)")
     parser.add_argument("--health-limit-ms", type=float, default=100)
     parser.add_argument("--deadline", type=float, default=120, help="seconds each round may take")
     parser.add_argument("--timeout", type=float, default=15, help="seconds one request may take")

@@ -7,8 +7,11 @@ import Synchronization
 /// `/mobile-heartbeat` and `/download_surveys` requests unanswered after the database was back (new requests were
 /// served at once). A request that waits for ever also holds whatever it holds for ever (a study or participant lock,
 /// so every later registration of that study queued behind it). Here the operation runs in a task of its own; when
-/// the limit passes first, the caller gets the timeout error at once and the task is cancelled (postgres-nio closes
-/// the connection of a cancelled query). The caller's own cancellation ends the wait the same way.
+/// the limit passes first, the caller gets the timeout error at once and the task is cancelled. postgres-nio (1.33) does
+/// not cancel a query already written when its task is cancelled: the store ends a lock connection's session whose
+/// lock request or release did not answer (`PostgresStore.holdingAdvisoryLocks`), and a pooled operation's wait ends
+/// within ``lostCheckInterval`` of its connection closing (`PostgresStore.pooled`). The caller's own cancellation ends
+/// the wait the same way.
 enum Deadline {
     /// How often `lost` is asked while an operation runs.
     static let lostCheckInterval: Duration = .seconds(1)

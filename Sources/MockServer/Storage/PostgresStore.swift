@@ -106,21 +106,39 @@ final class PostgresStore: Store {
     static let lockLeaseLimit: Duration = .seconds(10)
 
     /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`. With `on`, the
-    /// operation runs on that connection and the wait ends within a second of the connection closing, with a 503 too.
+    /// operation runs on that connection and the wait ends within a second of the connection closing, with a 503 too;
+    /// with `lease`, the same for the pooled connection the operation is leased once it has one.
     private func bounded<T: Sendable>(_ what: String, _ limit: Duration = operationLimit, on connection: PostgresConnection? = nil,
+                                      lease: LeasedConnection? = nil,
                                       _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         var lost: (@Sendable () -> (any Error)?)?
         if let connection {
             lost = { connection.isClosed ? PostgresStoreError.connectionLost(during: what) : nil }
+        } else if let lease {
+            lost = { lease.isClosed ? PostgresStoreError.connectionLost(during: what) : nil }
         }
         return try await Deadline.run(limit, timeout: { PostgresStoreError.timedOut(what, after: limit) }, lost: lost, operation)
+    }
+
+    /// Runs `body` on a connection leased from the query pool, within ``operationLimit``. A statement written to a
+    /// connection that PostgreSQL then dropped may never be answered (issue 51: one request in three waited the whole
+    /// 30 s of a 3.4 s outage): the wait ends within ``Deadline/lostCheckInterval`` of the connection closing, with
+    /// 503 `database_unavailable` and `Retry-After: 1`, and the retry finds the database back.
+    private func pooled<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let lease = LeasedConnection()
+        return try await bounded(what, lease: lease) { [client] in
+            try await client.withConnection { connection in
+                lease.leased(connection)
+                return try await body(connection)
+            }
+        }
     }
 
     /// Runs one statement (autocommit) and returns its rows.
     @discardableResult
     func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
         do {
-            return try await bounded("a statement") { [client, logger] in try await client.query(query, logger: logger).collect() }
+            return try await pooled("a statement") { [logger] connection in try await connection.query(query, logger: logger).collect() }
         } catch {
             throw PostgresStoreError.refusal(error)
         }
@@ -129,9 +147,9 @@ final class PostgresStore: Store {
     /// Runs a prepared statement (autocommit) and returns its decoded rows.
     func prepared<S: PostgresPreparedStatement & Sendable>(_ statement: S) async throws -> [S.Row] where S.Row: Sendable {
         do {
-            return try await bounded("a statement") { [client, logger] in
+            return try await pooled("a statement") { [logger] connection in
                 var rows: [S.Row] = []
-                for try await row in try await client.execute(statement, logger: logger) { rows.append(row) }
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
                 return rows
             }
         } catch {
@@ -143,8 +161,8 @@ final class PostgresStore: Store {
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let value: T
         do {
-            value = try await bounded("a transaction") { [client, logger] in
-                try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+            value = try await pooled("a transaction") { [logger] connection in
+                try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
             }
         } catch let error as PostgresTransactionError {
             // The closure's own error (an APIError) is what the caller should see.
@@ -380,4 +398,17 @@ enum PostgresStoreError {
     static func isUniqueViolation(_ error: any Error) -> Bool {
         (error as? PSQLError)?.serverInfo?[.sqlState] == "23505"
     }
+}
+
+/// The pooled connection an operation was leased, once it has one (``PostgresStore``'s `pooled`): what its deadline
+/// watches for a close while it waits for an answer.
+final class LeasedConnection: Sendable {
+    private let connection = Mutex<PostgresConnection?>(nil)
+
+    func leased(_ connection: PostgresConnection) {
+        self.connection.withLock { $0 = connection }
+    }
+
+    /// True once the leased connection has closed; false before a lease (waiting for one is bounded by the deadline).
+    var isClosed: Bool { connection.withLock { $0?.isClosed ?? false } }
 }
