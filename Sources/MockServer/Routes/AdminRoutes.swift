@@ -8,7 +8,8 @@ import SurveyWire
 /// The admin API (PROTOCOL.md §2): studies, participants, surveys, clocks, and what happened.
 struct AdminRoutes: Sendable {
     let context: ServerContext
-    var store: any Store { context.store }
+    /// The admin API's parts of the store: what it writes, what it lists, and the telemetry listings.
+    var store: any StudyAdminStore & HistoryStore & TelemetryStore { context.store }
     var limit: Int { context.configuration.maxBodyBytes }
 
     func add(to router: Router<BasicRequestContext>) {
@@ -48,7 +49,7 @@ struct AdminRoutes: Sendable {
     func info() -> Response {
         JSONResponse.make(AdminWire.Info(
             service: "mock-server", version: MockServer.version, pid: Int(getpid()), url: context.bound.url ?? "",
-            store: context.store.location.kind, kdfIterations: context.configuration.kdfIterations, relayURL: context.configuration.relayURL,
+            store: context.configuration.store.kind, kdfIterations: context.configuration.kdfIterations, relayURL: context.configuration.relayURL,
             relayURLs: context.configuration.relayURLs))
     }
 

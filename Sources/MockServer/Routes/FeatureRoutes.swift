@@ -9,6 +9,8 @@ import SurveyWire
 /// with its branch merged over it (Nimbus's ratio bucketing on the client id, so a client always lands in one branch).
 struct FeatureRoutes: Sendable {
     let context: ServerContext
+    /// The features' part of the store.
+    var store: any TelemetryStore { context.store }
 
     func add(to router: Router<BasicRequestContext>) {
         router.get("/features/{app_id}") { request, ctx in try await features(request, appID: try ctx.parameters.require("app_id")) }
@@ -34,18 +36,18 @@ struct FeatureRoutes: Sendable {
         }
         let text = String(decoding: try WireJSON.encode(configuration), as: UTF8.self)
         let now = context.realNow().timeIntervalSince1970
-        try await context.store.setFeature(appID: appID, featureID: featureID, config: text, at: now)
+        try await store.setFeature(appID: appID, featureID: featureID, config: text, at: now)
         return JSONResponse.empty(.noContent)
     }
 
     func deleteFeature(appID: String, featureID: String) async throws -> Response {
-        let deleted = try await context.store.deleteFeature(appID: appID, featureID: featureID)
+        let deleted = try await store.deleteFeature(appID: appID, featureID: featureID)
         guard deleted else { throw MockServerError.notFound("feature", "\(appID)/\(featureID)") }
         return JSONResponse.empty(.noContent)
     }
 
     func stored(appID: String) async throws -> [(String, FeatureConfiguration)] {
-        let rows = try await context.store.features(appID: appID)
+        let rows = try await store.features(appID: appID)
         return try rows.map { ($0.0, try WireJSON.decode(FeatureConfiguration.self, from: $0.1)) }
     }
 

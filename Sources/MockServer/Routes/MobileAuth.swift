@@ -6,7 +6,7 @@ import SurveyWire
 
 /// Credential checks and the per-request device updates of the mobile API (PROTOCOL.md §1).
 struct MobileAuth: Sendable {
-    let store: any Store
+    let store: any MobileStore
     /// `--profile`: refusals of inputs the real Beiwe server fails on.
     var profile: ServerProfile = .strict
     /// Failed-login counting (`--max-failed-logins`).

@@ -11,7 +11,8 @@ import SurveyWire
 struct MobileRoutes: Sendable {
     let context: ServerContext
 
-    var store: any Store { context.store }
+    /// The mobile API's part of the store.
+    var store: any MobileStore { context.store }
     var auth: MobileAuth {
         MobileAuth(store: context.store, profile: context.configuration.profile, throttle: context.loginThrottle,
                    decoyRecord: context.decoyPasswordRecord, now: context.realNow)

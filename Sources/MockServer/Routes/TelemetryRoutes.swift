@@ -8,6 +8,8 @@ import Transport
 /// is stored with an empty one (listed without `client_id`, left out of the gap report).
 struct TelemetryRoutes: Sendable {
     let context: ServerContext
+    /// The telemetry part of the store.
+    var store: any TelemetryStore { context.store }
 
     func add(to router: Router<BasicRequestContext>) {
         router.post("/submit/{app_id}/{ping}/{schema}/{document_id}") { request, ctx in
@@ -44,7 +46,7 @@ struct TelemetryRoutes: Sendable {
                            "the server keeps at most \(context.telemetryBytes.limit) bytes of telemetry; try again later")
         }
         do {
-            let stored = try await context.store.insertPing(record)
+            let stored = try await store.insertPing(record)
             if !stored { context.telemetryBytes.release(size) }
         } catch {
             context.telemetryBytes.release(size)

@@ -7,14 +7,15 @@ import SurveyWire
 /// Runs survey schedules: materializes occurrences, walks due moments in order, sends one push per
 /// participant per moment (bundling every survey due), and records each outcome in the push log.
 final class SchedulerEngine: Sendable {
-    let store: any Store
+    /// The scheduler's part of the store, and the study rows it moves the clock of.
+    let store: any SchedulingStore & StudyAdminStore
     let dispatcher: PushDispatcher
     let realNow: @Sendable () -> Date
     let logger: Logger
     /// Pushes in flight at once within one moment.
     let parallelism = 64
 
-    init(store: any Store, dispatcher: PushDispatcher, realNow: @escaping @Sendable () -> Date, logger: Logger) {
+    init(store: any SchedulingStore & StudyAdminStore, dispatcher: PushDispatcher, realNow: @escaping @Sendable () -> Date, logger: Logger) {
         self.store = store
         self.dispatcher = dispatcher
         self.realNow = realNow

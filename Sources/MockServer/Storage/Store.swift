@@ -43,20 +43,30 @@ public enum StoreLocation: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What the server stores, whatever holds it: SQLite (``SQLiteStore``, the embedded default) or PostgreSQL
-/// (``PostgresStore``, shared by several instances). Both keep the same rules:
-/// - every method that changes data returns only after the change is durable (a 200 means it is on disk);
-/// - every method is all-or-nothing;
-/// - scheduling work for one study runs under ``withStudyLock(_:wait:_:)`` and planning one participant under
-///   ``withParticipantLock(studyID:patientID:_:)``; on PostgreSQL both hold across every instance on the database.
-protocol Store: Sendable {
-    /// Where the data is.
-    var location: StoreLocation { get }
-
-    // MARK: Mobile API
-
+/// What a study is made of, read by every consumer: the study, its surveys and participants as stored.
+protocol CatalogStore: Sendable {
+    /// One study.
+    func study(_ id: String) async throws -> StudyRecord?
+    /// One survey, deleted or not.
+    func survey(_ id: String) async throws -> SurveyRecord?
+    /// Every survey of a study, deleted ones included.
+    func allSurveys(studyID: String) async throws -> [SurveyRecord]
+    /// A study's surveys that are not deleted, oldest first.
+    func liveSurveys(studyID: String) async throws -> [SurveyRecord]
+    /// Whether `surveyID` is one of the study's surveys (deleted ones included).
+    func surveyExists(_ surveyID: String, studyID: String) async throws -> Bool
+    /// One participant.
+    func participant(_ id: String) async throws -> ParticipantRecord?
     /// A participant and its study, or nil when either is missing.
     func participantAndStudy(_ patientID: String) async throws -> (ParticipantRecord, StudyRecord)?
+    /// A participant's intervention dates by name.
+    func interventionDates(patientID: String) async throws -> [String: String]
+    /// A study's intervention names, sorted.
+    func studyInterventions(_ studyID: String) async throws -> [String]
+}
+
+/// What the mobile API (Beiwe's form routes) writes: registrations, tokens, device reports, uploads, heartbeats.
+protocol MobileStore: CatalogStore {
     /// Keeps what a mobile request reported (absent fields keep their stored value) and its notification receipts.
     func recordDevice(_ report: DeviceReport, patientID: String) async throws
     /// Registers (or re-registers) a participant's device; returns the participant's time zone, or nil when the
@@ -64,23 +74,52 @@ protocol Store: Sendable {
     func register(_ registration: Registration, report: DeviceReport) async throws -> String?
     /// Replaces a participant's push token (clearing its unregistered mark and back-off).
     func setPushToken(_ token: String, patientID: String) async throws
-    /// A study's surveys that are not deleted, oldest first.
-    func liveSurveys(studyID: String) async throws -> [SurveyRecord]
-    /// Every survey of a study, deleted ones included.
-    func allSurveys(studyID: String) async throws -> [SurveyRecord]
-    /// One survey, deleted or not.
-    func survey(_ id: String) async throws -> SurveyRecord?
-    /// Whether `surveyID` is one of the study's surveys (deleted ones included).
-    func surveyExists(_ surveyID: String, studyID: String) async throws -> Bool
     /// Keeps an upload and, for survey answers, the submission (a repeated file name keeps the first).
     func storeUpload(_ upload: UploadRecord, submission: SubmissionRecord?) async throws
     /// Keeps a heartbeat and the participant's last heartbeat time.
     func recordHeartbeat(patientID: String, at: Double, message: String?) async throws
-    /// A participant's intervention dates by name.
-    func interventionDates(patientID: String) async throws -> [String: String]
+}
 
-    // MARK: Telemetry and features
+/// What the admin API writes: studies, their interventions, participants and surveys; and the wipe of a reset.
+protocol StudyAdminStore: CatalogStore {
+    /// Creates a study with its intervention names.
+    func createStudy(_ record: StudyRecord, interventions: [String]) async throws
+    /// Replaces a study's row (its clock).
+    func updateStudy(_ record: StudyRecord) async throws
+    /// Adds an intervention name (kept once).
+    func addStudyIntervention(_ studyID: String, name: String) async throws
+    /// Creates participants; all or none. Throws `participant_exists` when an id is taken.
+    func insertParticipants(_ records: [ParticipantRecord]) async throws
+    /// Sets one intervention date of a participant.
+    func setInterventionDate(patientID: String, name: String, date: String) async throws
+    /// Creates a survey.
+    func insertSurvey(_ record: SurveyRecord) async throws
+    /// Replaces a survey's row.
+    func updateSurvey(_ record: SurveyRecord) async throws
+    /// Marks a survey deleted.
+    func deleteSurvey(_ id: String) async throws
+    /// Deletes every row of every table.
+    func wipe() async throws
+}
 
+/// What happened in a study, as the admin API lists it: counts, occurrences, the push log, receipts, submissions.
+protocol HistoryStore: Sendable {
+    /// Counts for `GET /__admin/studies/{id}/stats`.
+    func stats(studyID: String) async throws -> AdminWire.StudyStats
+    /// A study's occurrences (pending only unless `all`), optionally one participant's, by due time.
+    func occurrences(studyID: String, patientID: String?, all: Bool) async throws -> [OccurrenceRecord]
+    /// A study's push log, optionally one participant's, in the order written.
+    func pushes(studyID: String, patientID: String?) async throws -> [PushRecord]
+    /// One push by uuid, with its participant's reported notification uuids.
+    func push(uuid: String) async throws -> (PushRecord, [String])?
+    /// `patient_id + " " + uuid` of every notification receipt in the study.
+    func notificationReceipts(studyID: String) async throws -> Set<String>
+    /// A study's submissions, optionally one participant's, in arrival order.
+    func submissions(studyID: String, patientID: String?) async throws -> [SubmissionRecord]
+}
+
+/// Glean-shaped pings and feature configurations (the telemetry and features routes, and their admin listings).
+protocol TelemetryStore: Sendable {
     /// Stores a ping; false when its document id was already stored.
     func insertPing(_ record: TelemetryRecord) async throws -> Bool
     /// Bytes of ping bodies stored.
@@ -95,48 +134,12 @@ protocol Store: Sendable {
     func deleteFeature(appID: String, featureID: String) async throws -> Bool
     /// An application's feature configurations, by feature id.
     func features(appID: String) async throws -> [(String, String)]
+}
 
-    // MARK: Admin API
-
-    /// One study.
-    func study(_ id: String) async throws -> StudyRecord?
-    /// Creates a study with its intervention names.
-    func createStudy(_ record: StudyRecord, interventions: [String]) async throws
-    /// Replaces a study's row (its clock).
-    func updateStudy(_ record: StudyRecord) async throws
-    /// A study's intervention names, sorted.
-    func studyInterventions(_ studyID: String) async throws -> [String]
-    /// Adds an intervention name (kept once).
-    func addStudyIntervention(_ studyID: String, name: String) async throws
-    /// Counts for `GET /__admin/studies/{id}/stats`.
-    func stats(studyID: String) async throws -> AdminWire.StudyStats
-    /// Creates participants; all or none. Throws `participant_exists` when an id is taken.
-    func insertParticipants(_ records: [ParticipantRecord]) async throws
-    /// One participant.
-    func participant(_ id: String) async throws -> ParticipantRecord?
-    /// Sets one intervention date of a participant.
-    func setInterventionDate(patientID: String, name: String, date: String) async throws
-    /// Creates a survey.
-    func insertSurvey(_ record: SurveyRecord) async throws
-    /// Replaces a survey's row.
-    func updateSurvey(_ record: SurveyRecord) async throws
-    /// Marks a survey deleted.
-    func deleteSurvey(_ id: String) async throws
-    /// A study's occurrences (pending only unless `all`), optionally one participant's, by due time.
-    func occurrences(studyID: String, patientID: String?, all: Bool) async throws -> [OccurrenceRecord]
-    /// A study's push log, optionally one participant's, in the order written.
-    func pushes(studyID: String, patientID: String?) async throws -> [PushRecord]
-    /// One push by uuid, with its participant's reported notification uuids.
-    func push(uuid: String) async throws -> (PushRecord, [String])?
-    /// `patient_id + " " + uuid` of every notification receipt in the study.
-    func notificationReceipts(studyID: String) async throws -> Set<String>
-    /// A study's submissions, optionally one participant's, in arrival order.
-    func submissions(studyID: String, patientID: String?) async throws -> [SubmissionRecord]
-    /// Deletes every row of every table.
-    func wipe() async throws
-
-    // MARK: Scheduling
-
+/// What the scheduler reads and writes (planning occurrences, walking due moments, recording what pushes did), and the
+/// coordination it runs under: ``withStudyLock(_:wait:_:)`` for study-wide work and
+/// ``withParticipantLock(studyID:patientID:_:)`` for one participant; on PostgreSQL both hold across every instance.
+protocol SchedulingStore: CatalogStore {
     /// Ids of the studies the real-time ticker runs (server-scheduled, real clock).
     func realTimeStudies() async throws -> [String]
     /// Registered participants of a study.
@@ -165,20 +168,28 @@ protocol Store: Sendable {
     /// Sent, unconfirmed occurrences whose resend moment is due by `at`, grouped by active participant; with
     /// `patientID`, only that participant's.
     func dueResends(studyID: String, at: Double, patientID: String?) async throws -> [DueWork]
-
     /// Runs `body` holding the study's scheduling lock exclusively (across instances where the store is shared). Work
     /// in one process queues; with `wait: false`, returns nil when another instance keeps the lock for longer than a
     /// moment (the real-time ticker skips a study another instance is walking, yet is not starved by registrations).
     func withStudyLock<T: Sendable>(_ studyID: String, wait: Bool, _ body: @Sendable () async throws -> T) async throws -> T?
-
     /// Runs `body` holding the study's scheduling lock shared and the participant's exclusively (across instances
     /// where the store is shared): participants of one study are planned side by side, each by one request at a time,
     /// and never while a study-wide walk (``withStudyLock(_:wait:_:)``) runs.
     func withParticipantLock<T: Sendable>(studyID: String, patientID: String, _ body: @Sendable () async throws -> T) async throws -> T
+}
 
+/// What the server stores, whatever holds it, as the one value every consumer gets a part of (each route family, the
+/// scheduler and the telemetry routes see only the protocols above they use): SQLite (``SQLiteStore``, the embedded default) or PostgreSQL
+/// (``PostgresStore``, shared by several instances). Both keep the same rules:
+/// - every method that changes data returns only after the change is durable (a 200 means it is on disk);
+/// - every method is all-or-nothing;
+/// - scheduling work for one study runs under ``withStudyLock(_:wait:_:)`` and planning one participant under
+///   ``withParticipantLock(studyID:patientID:_:)``; on PostgreSQL both hold across every instance on the database.
+protocol Store: MobileStore, StudyAdminStore, HistoryStore, TelemetryStore, SchedulingStore {
+    /// Where the data is.
+    var location: StoreLocation { get }
     /// Writes committed and transactions used since start (the group-commit ratio; equal where there is no batching).
     var writeCounts: (writes: Int, commits: Int) { get }
-
     /// Closes connections (PostgreSQL); SQLite has nothing to close.
     func close() async
 }
