@@ -17,10 +17,10 @@ Fails (exit 1) when any request fails or times out, a round passes its deadline,
 --health-limit-ms. Prints one line per round with the counts and the health latencies (max, p99).
 With --retry-503 a phone retries a 503 every half second, as a phone retries later (scripts/phones kills PostgreSQL
 under such a round: every request must still be answered, and every phone finish).
-With --request-limit-s, no single mobile request may take longer: across the outage, a request is answered (a 503 to
-retry, or its answer) as soon as its connection is gone or the database is back, not at the 30 s operation limit.
+With --database-back-file, a request is answered (a 503 to retry, or its answer) as soon as its connection is gone or
+the database is back, not at the 30 s operation limit: none may end over --back-limit-s after the database was back.
 Usage: phones.py --server URL --relay URL [--phones 50] [--requests 30] [--health-limit-ms 100] [--deadline 120]
-       [--timeout 15] [--only reproducer|flow] [--retry-503] [--request-limit-s S]
+       [--timeout 15] [--only reproducer|flow] [--retry-503] [--database-back-file F [--back-limit-s 5]]
 """
 import argparse
 import http.client
@@ -89,6 +89,9 @@ class Phone(threading.Thread):
         self.retry_503 = retry_503
         self.retried = 0
         self.slowest = 0.0
+        self.slowest_what = ""
+        #: Requests that took over 5 s: (wall-clock end, seconds taken, what).
+        self.long = []
         self.current = "start"
         self.error = None
         self.tokens = []
@@ -102,7 +105,11 @@ class Phone(threading.Thread):
         while True:
             began = time.monotonic()
             status, data = self.server.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
-            self.slowest = max(self.slowest, time.monotonic() - began)
+            took = time.monotonic() - began
+            if took > self.slowest:
+                self.slowest, self.slowest_what = took, f"{path} answered {status} after {took:.2f} s"
+            if took > 5:
+                self.long.append((time.time(), took, f"{self.patient_id}: {path} answered {status} after {took:.2f} s"))
             self.sent += 1
             # A phone retries later what the server could not do now (its database was away).
             if status != 503 or not self.retry_503 or time.monotonic() > self.deadline:
@@ -202,8 +209,20 @@ def round_(name, args, phones, requests, upload):
     if slow:
         problems.append(f"{len(slow)} of {len(latencies)} health answers took over {args.health_limit_ms} ms (worst {worst:.1f} ms)")
     slowest = max((t.slowest for t in threads), default=0.0)
-    if args.request_limit_s and slowest > args.request_limit_s:
-        problems.append(f"a mobile request took {slowest:.1f} s (limit {args.request_limit_s} s): it waited instead of being answered")
+    if args.database_back_file:
+        # Answered as soon as the database is back: no request may end more than --back-limit-s after that moment
+        # having waited longer than that (before issue 51's fix one waited out the 30 s operation limit).
+        back = None
+        while back is None and time.monotonic() < deadline + args.timeout:
+            try:
+                back = float(Path(args.database_back_file).read_text().strip())
+            except (OSError, ValueError):
+                time.sleep(0.2)
+        if back is None:
+            problems.append(f"the database was not back by the round's deadline ({args.database_back_file} never written)")
+        for end, took, what in (entry for t in threads for entry in t.long):
+            if took > args.back_limit_s and end > back + args.back_limit_s:
+                problems.append(f"{what}: it ended {end - back:.1f} s after the database was back")
     if upload and not problems:
         status, submissions = admin.json("GET", f"/__admin/studies/{study_id}/submissions")
         held = {s["patient_id"] for s in submissions} if status == 200 else set()
@@ -232,8 +251,11 @@ def main():
     parser.add_argument("--relay", required=True)
     parser.add_argument("--phones", type=int, default=50)
     parser.add_argument("--requests", type=int, default=30)
-    parser.add_argument("--request-limit-s", type=float, default=0,
-                        help="fail when one mobile request (one attempt) takes longer (0: no limit)")
+    parser.add_argument("--database-back-file", default=None,
+                        help="a file the outage writes the moment the database is back into (Unix seconds): see --back-limit-s")
+    parser.add_argument("--back-limit-s", type=float, default=5,
+                        help="with --database-back-file: fail when a request ended more than this after the database was "
+                             "back, having taken longer than this")
     parser.add_argument("--health-limit-ms", type=float, default=100)
     parser.add_argument("--deadline", type=float, default=120, help="seconds each round may take")
     parser.add_argument("--timeout", type=float, default=15, help="seconds one request may take")
