@@ -18,7 +18,8 @@ ensure_toolchain() {
 ensure_packages() {
     local missing=()
     for pkg in "${APT_PACKAGES[@]}"; do
-        dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+        # Installed, not only known: a removed package keeps its configuration and `dpkg -s` still succeeds.
+        [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || missing+=("$pkg")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing ${missing[*]}"
