@@ -21,7 +21,7 @@ With --database-back-file, a request is answered (a 503 to retry, or its answer)
 the database is back, not at the 30 s operation limit: none may end over --back-limit-s (plus a quarter of the outage,
 postgres-nio's reconnect backoff) after the database was back.
 Usage: phones.py --server URL --relay URL [--phones 50] [--requests 30] [--health-limit-ms 100] [--deadline 120]
-       [--timeout 15] [--only reproducer|flow] [--retry-503] [--database-back-file F [--back-limit-s 5]]
+       [--timeout 15] [--only reproducer|flow] [--retry-503] [--database-back-file F [--back-limit-s 8]]
 """
 import argparse
 import http.client
@@ -259,7 +259,7 @@ def main():
     parser.add_argument("--database-back-file", default=None,
                         help="a file the outage writes when the database was killed and when it was back into (two Unix "
                              "times): see --back-limit-s")
-    parser.add_argument("--back-limit-s", type=float, default=5,
+    parser.add_argument("--back-limit-s", type=float, default=8,
                         help="with --database-back-file: fail when a request ended more than this (plus a quarter of the "
                              "outage, the pool's reconnect backoff) after the database was back, having taken longer")
     parser.add_argument("--health-limit-ms", type=float, default=100)
