@@ -90,7 +90,6 @@ class Phone(threading.Thread):
         self.retry_503 = retry_503
         self.retried = 0
         self.slowest = 0.0
-        self.slowest_what = ""
         #: Requests that took over 5 s: (wall-clock end, seconds taken, what).
         self.long = []
         self.current = "start"
@@ -107,8 +106,7 @@ class Phone(threading.Thread):
             began = time.monotonic()
             status, data = self.server.request("POST", path, body, {"Content-Type": "application/x-www-form-urlencoded"})
             took = time.monotonic() - began
-            if took > self.slowest:
-                self.slowest, self.slowest_what = took, f"{path} answered {status} after {took:.2f} s"
+            self.slowest = max(self.slowest, took)
             if took > 5:
                 self.long.append((time.time(), took, f"{self.patient_id}: {path} answered {status} after {took:.2f} s"))
             self.sent += 1

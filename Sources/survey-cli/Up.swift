@@ -82,23 +82,19 @@ struct Up: AsyncParsableCommand {
             await trio.stop()
             throw error
         }
-        let line = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
-                             mockServer: trio.server.url, pushRelay: trio.relay.url,
-                             pushRelays: relays > 1 ? trio.relays.map(\.url) : nil, tlsURL: trio.relay.ready.tlsURL,
-                             devices: devices.url)
-        var ready = line
+        var ready = ReadyLine(service: "survey-cli", url: trio.server.url, pid: Int(getpid()),
+                              mockServer: trio.server.url, pushRelay: trio.relay.url,
+                              pushRelays: relays > 1 ? trio.relays.map(\.url) : nil, tlsURL: trio.relay.ready.tlsURL,
+                              devices: devices.url)
         ready.pushRelayProxy = trio.relay.ready.proxyURL
-        ready.token = generated ? token : nil
-        let text = ready.line()
         // `survey-cli healthcheck` reads the URLs and the token from here (the container's HEALTHCHECK); owner-only, as
-        // the token is in it.
+        // the token is in it. Stdout tells the token only when it was generated.
         let readyFile = dir.appendingPathComponent(Healthcheck.readyFileName)
-        var saved = line
-        saved.pushRelayProxy = ready.pushRelayProxy
-        saved.token = token
-        FileManager.default.createFile(atPath: readyFile.path, contents: Data((saved.line() + "\n").utf8),
+        ready.token = token
+        FileManager.default.createFile(atPath: readyFile.path, contents: Data((ready.line() + "\n").utf8),
                                        attributes: [.posixPermissions: 0o600])
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        ready.token = generated ? token : nil
+        FileHandle.standardOutput.write(Data((ready.line() + "\n").utf8))
         let reason = await signals.wait(upTo: nil, parentPID: parentPid,
                                         running: { trio.server.isRunning && trio.relays.allSatisfy(\.isRunning) && devices.isRunning })
         if reason == .childExited {

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from survey_trio import Study
 from survey_trio.testcontainers import PORTS, TrioContainer
 
 IMAGE = os.environ["TRIO_IMAGE"]
@@ -116,21 +117,17 @@ def test_it_stops_within_a_second_of_sigterm_as_pid_1(container):
 
 def test_testcontainers_runs_a_study_from_creation_to_a_decrypted_answer():
     with TrioContainer(IMAGE, labels={"survey-trio.test": "1"}) as trio:
-        study = trio.admin.ok("POST", "/studies", {"name": "s", "scheduling": "server", "timezone": "America/New_York",
-                                                   "clock": {"frozen_at": "2026-05-04T12:59:00Z"}})
-        study_id = study["study_id"]
-        trio.admin.ok("POST", f"/studies/{study_id}/surveys", {
+        study = Study(trio, timezone="America/New_York", frozen_at="2026-05-04T12:59:00Z")
+        study.add_survey({
             "name": "Mood", "survey_type": "tracking_survey",
             "content": [{"question_id": "mood", "question_type": "slider", "question_text": "Mood?", "min": "0", "max": "10"}],
             "schedules": [{"type": "weekly", "day_of_week": 1, "hour": 9, "minute": 0}]})
-        person = trio.admin.ok("POST", f"/studies/{study_id}/participants", {"count": 1})["participants"][0]
-        device = trio.devices.create(person["patient_id"], person["password"], timezone="America/New_York",
-                                     auto_answer=True, answer_value="7")
+        device = study.device(timezone="America/New_York", auto_answer=True, answer_value="7")
         # 09:00 in New York (13:00 UTC, daylight time) passes: the relay inside the container carries the push.
-        moved = trio.admin.ok("POST", f"/studies/{study_id}/clock", {"advance_seconds": 120})
+        moved = study.advance(120)
         assert moved["fired"], moved
         trio.devices.wait_for(device["device_id"], "submitted", within="30s")
-        answers = trio.admin.wait_for(f"/studies/{study_id}/submissions", count=1, within="10s")
+        answers = study.submissions(count=1)
         assert answers[0]["answers"][0]["answer"] == "7"
-        pushes = trio.admin.wait_for(f"/studies/{study_id}/pushes", count=1, within="10s")
+        pushes = study.pushes(count=1)
         assert pushes[0]["due_at"].startswith("2026-05-04T13:00"), pushes[0]

@@ -1,7 +1,7 @@
 """Every listener of every process, read from the READY lines (scripts/apitest runs this suite).
 
 `fleet` starts each process the project ships, each with a control-plane token: mock-server, push-relay, `survey-cli
-devices serve`, and `survey-cli up` (which starts its own three). Its `listeners` are every http:// and https:// URL
+devices serve`, and `survey-cli up` (which starts its own three), once on loopback and once on every interface. Its `listeners` are every http:// and https:// URL
 found anywhere in those READY lines: a listener added later, or a process that names one more URL, is covered without
 a change here.
 """
@@ -47,6 +47,9 @@ class Fleet:
         self.add(*launch(["survey-cli", "devices", "serve", "--server", self.ready[1]["url"], "--relay", relay_ready["url"],
                           "--data-dir", directory + "/devices", "--token", TOKEN]))
         self.add(*launch(["survey-cli", "up", "--data-dir", directory + "/up", "--database", ":memory:", "--token", TOKEN]))
+        # `up` bound to every interface (the container image's form): its listeners are other URLs in its READY line.
+        self.add(*launch(["survey-cli", "up", "--host", "0.0.0.0", "--data-dir", directory + "/up-all", "--database", ":memory:",
+                          "--token", TOKEN]))
         seen = []
         # A proxy listener (its READY key names it: `proxy_url`, `push_relay_proxy`) speaks CONNECT first.
         self.proxies = set()
