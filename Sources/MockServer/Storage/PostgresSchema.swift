@@ -1,189 +1,21 @@
-/// The PostgreSQL schema: the same tables, columns and meaning as the SQLite one (``Schema``), in PostgreSQL's types
-/// (`DOUBLE PRECISION` times, `BIGINT` counts, `BOOLEAN` flags, `BYTEA` keys). An upload's decrypted `content` is
-/// `BYTEA` (UTF-8): a device's file may hold NUL characters, which PostgreSQL's text cannot. Migrations are named and applied in
-/// order, each once, recorded in `trio_migrations`; several instances starting at once take turns (an advisory lock).
+/// The PostgreSQL schema: ``Schema/migrations`` rendered in PostgreSQL's types (`DOUBLE PRECISION` times, `BIGINT`
+/// counts, `BOOLEAN` flags, `BYTEA` keys; an upload's decrypted `content` is `BYTEA` (UTF-8), since a device's file may
+/// hold NUL characters, which PostgreSQL's text cannot). Applied migrations are recorded by name in `trio_migrations`;
+/// several instances starting at once take turns (an advisory lock).
 enum PostgresSchema {
-    /// `(name, statements)` in order. Never edit an applied one: add a new one.
-    static let migrations: [(String, [String])] = [
-        ("v1", [
-            """
-            CREATE TABLE study (
-                id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                timezone TEXT NOT NULL,
-                scheduling TEXT NOT NULL CHECK (scheduling IN ('server', 'device')),
-                device_settings TEXT NOT NULL,
-                max_delay_minutes BIGINT NOT NULL,
-                per_participant_keys BOOLEAN NOT NULL,
-                clock_mode TEXT NOT NULL CHECK (clock_mode IN ('real', 'frozen')),
-                frozen_at DOUBLE PRECISION,
-                private_key BYTEA NOT NULL,
-                created_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE participant (
-                patient_id TEXT PRIMARY KEY,
-                study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
-                password_record TEXT NOT NULL,
-                private_key BYTEA,
-                registered_at DOUBLE PRECISION,
-                last_registered_at DOUBLE PRECISION,
-                timezone TEXT,
-                timezone_fallback BOOLEAN NOT NULL DEFAULT FALSE,
-                reported_timezone TEXT,
-                push_token TEXT UNIQUE,
-                token_unregistered_at DOUBLE PRECISION,
-                retry_after DOUBLE PRECISION,
-                retry_count BIGINT NOT NULL DEFAULT 0,
-                device_id TEXT,
-                os TEXT,
-                version_code TEXT,
-                version_name TEXT,
-                os_version TEXT,
-                device_status_report TEXT,
-                device_info TEXT,
-                materialized_through DOUBLE PRECISION,
-                last_heartbeat_at DOUBLE PRECISION,
-                retired BOOLEAN NOT NULL DEFAULT FALSE
-            )
-            """,
-            "CREATE INDEX participant_study ON participant(study_id)",
-            """
-            CREATE TABLE study_intervention (
-                study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
-                name TEXT NOT NULL,
-                PRIMARY KEY (study_id, name)
-            )
-            """,
-            """
-            CREATE TABLE survey (
-                id TEXT PRIMARY KEY,
-                study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
-                name TEXT NOT NULL,
-                survey_type TEXT NOT NULL,
-                content TEXT NOT NULL,
-                settings TEXT NOT NULL,
-                schedules TEXT NOT NULL,
-                deleted BOOLEAN NOT NULL DEFAULT FALSE,
-                created_at DOUBLE PRECISION NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL
-            )
-            """,
-            "CREATE INDEX survey_study ON survey(study_id)",
-            """
-            CREATE TABLE intervention (
-                patient_id TEXT NOT NULL REFERENCES participant(patient_id) ON DELETE CASCADE,
-                name TEXT NOT NULL,
-                date TEXT NOT NULL,
-                PRIMARY KEY (patient_id, name)
-            )
-            """,
-            """
-            CREATE TABLE occurrence (
-                uuid TEXT PRIMARY KEY,
-                study_id TEXT NOT NULL,
-                survey_id TEXT NOT NULL,
-                patient_id TEXT NOT NULL,
-                schedule_index BIGINT NOT NULL,
-                due_at DOUBLE PRECISION NOT NULL,
-                local_time TEXT NOT NULL,
-                status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'expired')),
-                push_uuid TEXT
-            )
-            """,
-            "CREATE INDEX occurrence_due ON occurrence(study_id, status, due_at)",
-            "CREATE INDEX occurrence_participant ON occurrence(patient_id, status)",
-            "CREATE INDEX occurrence_survey ON occurrence(survey_id, status)",
-            """
-            CREATE TABLE push (
-                seq BIGSERIAL PRIMARY KEY,
-                uuid TEXT NOT NULL UNIQUE,
-                study_id TEXT NOT NULL,
-                patient_id TEXT NOT NULL,
-                survey_ids TEXT NOT NULL,
-                schedule_uuids TEXT NOT NULL,
-                due_at DOUBLE PRECISION NOT NULL,
-                sent_at DOUBLE PRECISION,
-                status TEXT NOT NULL,
-                relay_status BIGINT,
-                relay_reason TEXT,
-                nonce TEXT,
-                relay_message_id TEXT
-            )
-            """,
-            "CREATE INDEX push_study ON push(study_id, patient_id)",
-            """
-            CREATE TABLE submission (
-                seq BIGSERIAL PRIMARY KEY,
-                study_id TEXT NOT NULL,
-                patient_id TEXT NOT NULL,
-                survey_id TEXT NOT NULL,
-                file_name TEXT NOT NULL,
-                received_at DOUBLE PRECISION NOT NULL,
-                answers TEXT NOT NULL,
-                UNIQUE (patient_id, file_name)
-            )
-            """,
-            "CREATE INDEX submission_study ON submission(study_id, patient_id)",
-            """
-            CREATE TABLE upload (
-                seq BIGSERIAL PRIMARY KEY,
-                patient_id TEXT NOT NULL,
-                file_name TEXT NOT NULL,
-                stream TEXT NOT NULL,
-                received_at DOUBLE PRECISION NOT NULL,
-                lines BIGINT NOT NULL,
-                bad_lines BIGINT NOT NULL,
-                content BYTEA NOT NULL,
-                UNIQUE (patient_id, file_name)
-            )
-            """,
-            """
-            CREATE TABLE telemetry (
-                seq BIGSERIAL PRIMARY KEY,
-                document_id TEXT NOT NULL UNIQUE,
-                app_id TEXT NOT NULL,
-                ping TEXT NOT NULL,
-                schema_version TEXT NOT NULL,
-                client_id TEXT NOT NULL,
-                received_at DOUBLE PRECISION NOT NULL,
-                body TEXT NOT NULL
-            )
-            """,
-            "CREATE INDEX telemetry_client ON telemetry(client_id)",
-            """
-            CREATE TABLE heartbeat (
-                seq BIGSERIAL PRIMARY KEY,
-                patient_id TEXT NOT NULL,
-                at DOUBLE PRECISION NOT NULL,
-                message TEXT
-            )
-            """,
-            """
-            CREATE TABLE notification_report (
-                patient_id TEXT NOT NULL,
-                uuid TEXT NOT NULL,
-                at DOUBLE PRECISION NOT NULL,
-                PRIMARY KEY (patient_id, uuid)
-            )
-            """,
-            """
-            CREATE TABLE feature (
-                app_id TEXT NOT NULL,
-                feature_id TEXT NOT NULL,
-                config TEXT NOT NULL,
-                updated_at DOUBLE PRECISION NOT NULL,
-                PRIMARY KEY (app_id, feature_id)
-            )
-            """,
-        ]),
-        // Beiwe's resend of unconfirmed pushes (issue 50): each sent occurrence's next resend moment, and which pushes
-        // were resends.
-        ("v2-resend", [
-            "ALTER TABLE occurrence ADD COLUMN resend_at DOUBLE PRECISION",
-            "CREATE INDEX occurrence_resend ON occurrence(study_id, resend_at) WHERE resend_at IS NOT NULL",
-            "ALTER TABLE push ADD COLUMN resend BOOLEAN NOT NULL DEFAULT false",
-        ]),
+    /// `(name, statements)` in order.
+    static let migrations: [(name: String, statements: [String])] = Schema.migrations.map { ($0.name, SQLDialect.postgres.statements($0)) }
+
+    /// The names earlier releases recorded, before both dialects shared one description: PostgreSQL's `v1` created what
+    /// SQLite's first five migrations had by then, and its `v2-resend` is `v6-resend`. A database they migrated has the
+    /// same tables, columns and indexes (the PostgreSQL suite checks it).
+    static let formerNames: [String: [String]] = [
+        "v1": ["v1", "v2-retry-count", "v3-study-interventions", "v4-features", "v5-push-relay-message-id"],
+        "v2-resend": ["v6-resend"],
     ]
+
+    /// The migrations a database that recorded `recorded` has applied, in today's names.
+    static func applied(_ recorded: some Sequence<String>) -> Set<String> {
+        Set(recorded.flatMap { formerNames[$0] ?? [$0] })
+    }
 }

@@ -205,14 +205,19 @@ final class PostgresStore: Store {
                 try await connection.query("""
                     CREATE TABLE IF NOT EXISTS trio_migrations (name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
                     """, logger: logger)
-                let applied = Set(try await connection.query("SELECT name FROM trio_migrations", logger: logger).collect()
+                let applied = PostgresSchema.applied(try await connection.query("SELECT name FROM trio_migrations", logger: logger).collect()
                     .map { try $0.decode(String.self) })
-                for (name, statements) in PostgresSchema.migrations where !applied.contains(name) {
+                // Every pending migration in one transaction (PostgreSQL's DDL is transactional): a database has all of
+                // them or none, so a recorded `v1` alone can only be an earlier release's (``PostgresSchema/formerNames``).
+                let pending = PostgresSchema.migrations.filter { !applied.contains($0.name) }
+                if !pending.isEmpty {
                     try await connection.withTransaction(logger: logger) { tx in
-                        for statement in statements { try await tx.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-                        try await tx.query("INSERT INTO trio_migrations (name) VALUES (\(name))", logger: logger)
+                        for (name, statements) in pending {
+                            for statement in statements { try await tx.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                            try await tx.query("INSERT INTO trio_migrations (name) VALUES (\(name))", logger: logger)
+                        }
                     }
-                    logger.info("database migrated", metadata: ["migration": "\(name)"])
+                    logger.info("database migrated", metadata: ["migrations": "\(pending.map(\.name).joined(separator: ", "))"])
                 }
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(hashtextextended('survey-trio-migrations', 0))", logger: logger)

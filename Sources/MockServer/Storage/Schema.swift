@@ -1,182 +1,175 @@
 import GRDB
 
-/// The SQLite schema, as GRDB migrations (applied in order, each once).
+/// The store's schema, once for every backend: named migrations of dialect-neutral steps (``SchemaMigration``), which
+/// ``SQLDialect`` renders for SQLite (applied by GRDB's migrator) and PostgreSQL (``PostgresSchema``).
 enum Schema {
-    /// Every table, children before parents (the order `wipe` deletes in).
-    static let tables = ["notification_report", "heartbeat", "telemetry", "upload", "submission", "push", "occurrence",
-                         "intervention", "survey", "participant", "study_intervention", "study", "feature"]
-
-    static func migrator() -> DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE study (
-                    id TEXT PRIMARY KEY,
-                    name TEXT NOT NULL,
-                    timezone TEXT NOT NULL,
-                    scheduling TEXT NOT NULL CHECK (scheduling IN ('server', 'device')),
-                    device_settings TEXT NOT NULL,
-                    max_delay_minutes INTEGER NOT NULL,
-                    per_participant_keys INTEGER NOT NULL,
-                    clock_mode TEXT NOT NULL CHECK (clock_mode IN ('real', 'frozen')),
-                    frozen_at DOUBLE,
-                    private_key BLOB NOT NULL,
-                    created_at DOUBLE NOT NULL
-                );
-                CREATE TABLE participant (
-                    patient_id TEXT PRIMARY KEY,
-                    study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
-                    password_record TEXT NOT NULL,
-                    private_key BLOB,
-                    registered_at DOUBLE,
-                    last_registered_at DOUBLE,
-                    timezone TEXT,
-                    timezone_fallback INTEGER NOT NULL DEFAULT 0,
-                    reported_timezone TEXT,
-                    push_token TEXT UNIQUE,
-                    token_unregistered_at DOUBLE,
-                    retry_after DOUBLE,
-                    device_id TEXT,
-                    os TEXT,
-                    version_code TEXT,
-                    version_name TEXT,
-                    os_version TEXT,
-                    device_status_report TEXT,
-                    device_info TEXT,
-                    materialized_through DOUBLE,
-                    last_heartbeat_at DOUBLE,
-                    retired INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE INDEX participant_study ON participant(study_id);
-                CREATE TABLE survey (
-                    id TEXT PRIMARY KEY,
-                    study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
-                    name TEXT NOT NULL,
-                    survey_type TEXT NOT NULL,
-                    content TEXT NOT NULL,
-                    settings TEXT NOT NULL,
-                    schedules TEXT NOT NULL,
-                    deleted INTEGER NOT NULL DEFAULT 0,
-                    created_at DOUBLE NOT NULL,
-                    updated_at DOUBLE NOT NULL
-                );
-                CREATE INDEX survey_study ON survey(study_id);
-                CREATE TABLE intervention (
-                    patient_id TEXT NOT NULL REFERENCES participant(patient_id) ON DELETE CASCADE,
-                    name TEXT NOT NULL,
-                    date TEXT NOT NULL,
-                    PRIMARY KEY (patient_id, name)
-                );
-                CREATE TABLE occurrence (
-                    uuid TEXT PRIMARY KEY,
-                    study_id TEXT NOT NULL,
-                    survey_id TEXT NOT NULL,
-                    patient_id TEXT NOT NULL,
-                    schedule_index INTEGER NOT NULL,
-                    due_at DOUBLE NOT NULL,
-                    local_time TEXT NOT NULL,
-                    status TEXT NOT NULL CHECK (status IN ('pending', 'sent', 'expired')),
-                    push_uuid TEXT
-                );
-                CREATE INDEX occurrence_due ON occurrence(study_id, status, due_at);
-                CREATE INDEX occurrence_participant ON occurrence(patient_id, status);
-                CREATE INDEX occurrence_survey ON occurrence(survey_id, status);
-                CREATE TABLE push (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    uuid TEXT NOT NULL UNIQUE,
-                    study_id TEXT NOT NULL,
-                    patient_id TEXT NOT NULL,
-                    survey_ids TEXT NOT NULL,
-                    schedule_uuids TEXT NOT NULL,
-                    due_at DOUBLE NOT NULL,
-                    sent_at DOUBLE,
-                    status TEXT NOT NULL,
-                    relay_status INTEGER,
-                    relay_reason TEXT,
-                    nonce TEXT
-                );
-                CREATE INDEX push_study ON push(study_id, patient_id);
-                CREATE TABLE submission (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    study_id TEXT NOT NULL,
-                    patient_id TEXT NOT NULL,
-                    survey_id TEXT NOT NULL,
-                    file_name TEXT NOT NULL,
-                    received_at DOUBLE NOT NULL,
-                    answers TEXT NOT NULL,
-                    UNIQUE (patient_id, file_name)
-                );
-                CREATE INDEX submission_study ON submission(study_id, patient_id);
-                CREATE TABLE upload (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    patient_id TEXT NOT NULL,
-                    file_name TEXT NOT NULL,
-                    stream TEXT NOT NULL,
-                    received_at DOUBLE NOT NULL,
-                    lines INTEGER NOT NULL,
-                    bad_lines INTEGER NOT NULL,
-                    content TEXT NOT NULL,
-                    UNIQUE (patient_id, file_name)
-                );
-                CREATE TABLE telemetry (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    document_id TEXT NOT NULL UNIQUE,
-                    app_id TEXT NOT NULL,
-                    ping TEXT NOT NULL,
-                    schema_version TEXT NOT NULL,
-                    client_id TEXT NOT NULL,
-                    received_at DOUBLE NOT NULL,
-                    body TEXT NOT NULL
-                );
-                CREATE INDEX telemetry_client ON telemetry(client_id);
-                CREATE TABLE heartbeat (
-                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-                    patient_id TEXT NOT NULL,
-                    at DOUBLE NOT NULL,
-                    message TEXT
-                );
-                CREATE TABLE notification_report (
-                    patient_id TEXT NOT NULL,
-                    uuid TEXT NOT NULL,
-                    at DOUBLE NOT NULL,
-                    PRIMARY KEY (patient_id, uuid)
-                );
-                """)
-        }
-        migrator.registerMigration("v2-retry-count") { db in
-            try db.execute(sql: "ALTER TABLE participant ADD COLUMN retry_count INTEGER NOT NULL DEFAULT 0")
-        }
-        migrator.registerMigration("v3-study-interventions") { db in
-            try db.execute(sql: """
-                CREATE TABLE study_intervention (
-                    study_id TEXT NOT NULL REFERENCES study(id) ON DELETE CASCADE,
-                    name TEXT NOT NULL,
-                    PRIMARY KEY (study_id, name)
-                )
-                """)
-        }
-        migrator.registerMigration("v4-features") { db in
-            try db.execute(sql: """
-                CREATE TABLE feature (
-                    app_id TEXT NOT NULL,
-                    feature_id TEXT NOT NULL,
-                    config TEXT NOT NULL,
-                    updated_at DOUBLE NOT NULL,
-                    PRIMARY KEY (app_id, feature_id)
-                )
-                """)
-        }
-        migrator.registerMigration("v5-push-relay-message-id") { db in
-            try db.execute(sql: "ALTER TABLE push ADD COLUMN relay_message_id TEXT")
-        }
+    /// Every migration, in order. Never edit one a release has applied: add another at the end.
+    static let migrations: [SchemaMigration] = [
+        SchemaMigration("v1", [
+            .createTable(TableDescription("study", [
+                .text("id", .primaryKey),
+                .text("name"),
+                .text("timezone"),
+                .text("scheduling", .oneOf(["server", "device"])),
+                .text("device_settings"),
+                .integer("max_delay_minutes"),
+                .flag("per_participant_keys"),
+                .text("clock_mode", .oneOf(["real", "frozen"])),
+                .double("frozen_at", .nullable),
+                .bytes("private_key"),
+                .double("created_at"),
+            ])),
+            .createTable(TableDescription("participant", [
+                .text("patient_id", .primaryKey),
+                .text("study_id", .references(table: "study", column: "id")),
+                .text("password_record"),
+                .bytes("private_key", .nullable),
+                .double("registered_at", .nullable),
+                .double("last_registered_at", .nullable),
+                .text("timezone", .nullable),
+                .flag("timezone_fallback", .defaultZero),
+                .text("reported_timezone", .nullable),
+                .text("push_token", .nullable, .unique),
+                .double("token_unregistered_at", .nullable),
+                .double("retry_after", .nullable),
+                .text("device_id", .nullable),
+                .text("os", .nullable),
+                .text("version_code", .nullable),
+                .text("version_name", .nullable),
+                .text("os_version", .nullable),
+                .text("device_status_report", .nullable),
+                .text("device_info", .nullable),
+                .double("materialized_through", .nullable),
+                .double("last_heartbeat_at", .nullable),
+                .flag("retired", .defaultZero),
+            ], indexes: [("participant_study", ["study_id"])])),
+            .createTable(TableDescription("survey", [
+                .text("id", .primaryKey),
+                .text("study_id", .references(table: "study", column: "id")),
+                .text("name"),
+                .text("survey_type"),
+                .text("content"),
+                .text("settings"),
+                .text("schedules"),
+                .flag("deleted", .defaultZero),
+                .double("created_at"),
+                .double("updated_at"),
+            ], indexes: [("survey_study", ["study_id"])])),
+            .createTable(TableDescription("intervention", [
+                .text("patient_id", .references(table: "participant", column: "patient_id")),
+                .text("name"),
+                .text("date"),
+            ], primaryKey: ["patient_id", "name"])),
+            .createTable(TableDescription("occurrence", [
+                .text("uuid", .primaryKey),
+                .text("study_id"),
+                .text("survey_id"),
+                .text("patient_id"),
+                .integer("schedule_index"),
+                .double("due_at"),
+                .text("local_time"),
+                .text("status", .oneOf(["pending", "sent", "expired"])),
+                .text("push_uuid", .nullable),
+            ], indexes: [("occurrence_due", ["study_id", "status", "due_at"]),
+                         ("occurrence_participant", ["patient_id", "status"]),
+                         ("occurrence_survey", ["survey_id", "status"])])),
+            .createTable(TableDescription("push", [
+                .sequence("seq"),
+                .text("uuid", .unique),
+                .text("study_id"),
+                .text("patient_id"),
+                .text("survey_ids"),
+                .text("schedule_uuids"),
+                .double("due_at"),
+                .double("sent_at", .nullable),
+                .text("status"),
+                .integer("relay_status", .nullable),
+                .text("relay_reason", .nullable),
+                .text("nonce", .nullable),
+            ], indexes: [("push_study", ["study_id", "patient_id"])])),
+            .createTable(TableDescription("submission", [
+                .sequence("seq"),
+                .text("study_id"),
+                .text("patient_id"),
+                .text("survey_id"),
+                .text("file_name"),
+                .double("received_at"),
+                .text("answers"),
+            ], unique: ["patient_id", "file_name"], indexes: [("submission_study", ["study_id", "patient_id"])])),
+            .createTable(TableDescription("upload", [
+                .sequence("seq"),
+                .text("patient_id"),
+                .text("file_name"),
+                .text("stream"),
+                .double("received_at"),
+                .integer("lines"),
+                .integer("bad_lines"),
+                .deviceText("content"),
+            ], unique: ["patient_id", "file_name"])),
+            .createTable(TableDescription("telemetry", [
+                .sequence("seq"),
+                .text("document_id", .unique),
+                .text("app_id"),
+                .text("ping"),
+                .text("schema_version"),
+                .text("client_id"),
+                .double("received_at"),
+                .text("body"),
+            ], indexes: [("telemetry_client", ["client_id"])])),
+            .createTable(TableDescription("heartbeat", [
+                .sequence("seq"),
+                .text("patient_id"),
+                .double("at"),
+                .text("message", .nullable),
+            ])),
+            .createTable(TableDescription("notification_report", [
+                .text("patient_id"),
+                .text("uuid"),
+                .double("at"),
+            ], primaryKey: ["patient_id", "uuid"])),
+        ]),
+        SchemaMigration("v2-retry-count", [
+            .addColumn(table: "participant", .integer("retry_count", .defaultZero)),
+        ]),
+        SchemaMigration("v3-study-interventions", [
+            .createTable(TableDescription("study_intervention", [
+                .text("study_id", .references(table: "study", column: "id")),
+                .text("name"),
+            ], primaryKey: ["study_id", "name"])),
+        ]),
+        SchemaMigration("v4-features", [
+            .createTable(TableDescription("feature", [
+                .text("app_id"),
+                .text("feature_id"),
+                .text("config"),
+                .double("updated_at"),
+            ], primaryKey: ["app_id", "feature_id"])),
+        ]),
+        SchemaMigration("v5-push-relay-message-id", [
+            .addColumn(table: "push", .text("relay_message_id", .nullable)),
+        ]),
         // Beiwe's resend of unconfirmed pushes (issue 50): each sent occurrence's next resend moment, and which pushes
         // were resends.
-        migrator.registerMigration("v6-resend") { db in
-            try db.execute(sql: """
-                ALTER TABLE occurrence ADD COLUMN resend_at DOUBLE;
-                CREATE INDEX occurrence_resend ON occurrence(study_id, resend_at) WHERE resend_at IS NOT NULL;
-                ALTER TABLE push ADD COLUMN resend INTEGER NOT NULL DEFAULT 0;
-                """)
+        SchemaMigration("v6-resend", [
+            .addColumn(table: "occurrence", .double("resend_at", .nullable)),
+            .createIndex(IndexDescription("occurrence_resend", on: "occurrence", ["study_id", "resend_at"], where: "resend_at IS NOT NULL")),
+            .addColumn(table: "push", .flag("resend", .defaultZero)),
+        ]),
+    ]
+
+    /// Every table, children before parents (the order `wipe` deletes in): the reverse of the order they are created in.
+    static let tables: [String] = migrations.flatMap(\.steps).compactMap { step -> String? in
+        if case .createTable(let table) = step { table.name } else { nil }
+    }.reversed()
+
+    /// The SQLite migrations, as GRDB's migrator (it records each applied name in `grdb_migrations`).
+    static func migrator() -> DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        for migration in migrations {
+            let statements = SQLDialect.sqlite.statements(migration)
+            migrator.registerMigration(migration.name) { db in
+                for statement in statements { try db.execute(sql: statement) }
+            }
         }
         return migrator
     }
