@@ -18,6 +18,13 @@ is measured --runs times on a fresh server and printed as median and spread (min
                   window (`perf stat -e raw_syscalls:sys_enter,context-switches -p RELAY`) and the kernel's part of its
                   CPU (`perf record -e cpu-clock` over 2 s after that window: the share of samples in the kernel times
                   the CPU then); `relay-floor.py` measures the same figures for the relay's socket work alone
+  relay-store     the same with `push-relay --store FILE` (every change group-committed to SQLite)
+  relay-health    GET /__control/health on the relay, wrk -t1 -c64: relay CPU per request
+
+With every figure measured, the run ends with issue 55's four ratios, each against a floor measured in the same run
+(and so on the same machine, build and load): relay per delivery / relay per health request (target <= 5), relay with
+--store / without (<= 1.3), registration at kdf 1 / health (<= 3), survey-cli load register / wrk (<= 1.5); one value
+per run, then the median and spread.
 
 Needs a release build (swift build -c release) and wrk (apt-get install wrk). Loopback only; every server's data is a
 temporary SQLite file removed at the end. Timings on shared cores move from run to run: read the spread.
@@ -201,8 +208,19 @@ def measure_load_register(args, work):
         server.stop()
 
 
-def measure_relay(args, work, devices=500, rate=2000):
+def measure_relay_health(args, work):
     relay = Server(os.path.join(args.bin, "push-relay"), ["--log-level", "warning", "--tls-port", "none"], work)
+    try:
+        before = cpu_seconds(relay.pid)
+        requests, tool = wrk(relay.url + "/__control/health", args.seconds)
+        return {"relay_us": (cpu_seconds(relay.pid) - before) / requests * 1e6, "rate": requests / args.seconds}
+    finally:
+        relay.stop()
+
+
+def measure_relay(args, work, devices=500, rate=2000, store=False):
+    extra_args = ["--store", os.path.join(tempfile.mkdtemp(dir=work), "relay.sqlite")] if store else []
+    relay = Server(os.path.join(args.bin, "push-relay"), ["--log-level", "warning", "--tls-port", "none", *extra_args], work)
     try:
         report = os.path.join(work, "push.json")
         seconds = max(args.seconds, 5)
@@ -257,7 +275,7 @@ def main():
     args = parser.parse_args()
     if os.cpu_count() < 2:
         sys.exit("needs two cores (the process under test on 0, the generator on 1)")
-    wanted = set(args.only or ["health", "register-kdf1", "register-kdf1000", "load-vs-wrk", "relay"])
+    wanted = set(args.only or ["health", "register-kdf1", "register-kdf1000", "load-vs-wrk", "relay", "relay-store", "relay-health"])
     work = tempfile.mkdtemp(prefix="pinned-")
     results = {}
     for run in range(args.runs):
@@ -272,6 +290,10 @@ def main():
             results.setdefault("load-vs-wrk", []).append(measure_load_register(args, work))
         if "relay" in wanted:
             results.setdefault("relay", []).append(measure_relay(args, work))
+        if "relay-store" in wanted:
+            results.setdefault("relay-store", []).append(measure_relay(args, work, store=True))
+        if "relay-health" in wanted:
+            results.setdefault("relay-health", []).append(measure_relay_health(args, work))
     command = "python3 Benchmarks/scripts/pinned.py " + " ".join(sys.argv[1:])
     print(f"# {command}  ({args.runs} runs, {args.seconds} s each; server/relay on core 0, generator on core 1)")
     def by_thread(rows):
@@ -310,6 +332,37 @@ def main():
                 print(f"driver kernel     {spread([r['driver_kernel_us'] for r in rows])} per delivery (the same, for the driver)")
         else:
             print("relay calls       not counted (needs Linux perf, and permission to trace the relay)")
+    if "relay-store" in results:
+        rows = results["relay-store"]
+        print(f"relay-store       relay {spread([r['relay_us'] for r in rows])} per delivery with --store "
+              f"at {statistics.median([r['rate'] for r in rows]):.0f}/s")
+    if "relay-health" in results:
+        print(f"relay-health      relay {spread([r['relay_us'] for r in results['relay-health']])} per request")
+    print_ratios(results)
+
+
+# Issue 55's ratios: (label, target, the figure and its floor from one run's results).
+RATIOS = [
+    ("relay delivery / relay health", 5.0, lambda r: r["relay"]["relay_us"] / r["relay-health"]["relay_us"]),
+    ("relay --store / without", 1.3, lambda r: r["relay-store"]["relay_us"] / r["relay"]["relay_us"]),
+    ("registration kdf 1 / health", 3.0, lambda r: r["register-kdf1"]["server_us"] / r["health"]["server_us"]),
+    ("load register / wrk", 1.5, lambda r: r["load-vs-wrk"]["ratio"]),
+]
+
+
+def print_ratios(results):
+    """Each ratio of one run's figures (the figure and its floor measured in the same run), then median and spread."""
+    runs = min((len(rows) for rows in results.values()), default=0)
+    print("ratios (each run's figure over its floor in the same run; target in brackets)")
+    for label, target, ratio in RATIOS:
+        try:
+            values = [ratio({name: rows[i] for name, rows in results.items()}) for i in range(runs)]
+        except KeyError:
+            print(f"  {label:32} not measured (needs every figure it divides)")
+            continue
+        median = statistics.median(values)
+        verdict = "met" if max(values) <= target else ("met by the median" if median <= target else "not met")
+        print(f"  {label:32} {median:6.2f} (runs {', '.join(f'{v:.2f}' for v in values)}) [<= {target}] {verdict}")
 
 
 if __name__ == "__main__":

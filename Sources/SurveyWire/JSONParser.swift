@@ -212,23 +212,28 @@ public enum JSONParser {
                 case UInt8(ascii: "r"): out.append(0x0D)
                 case UInt8(ascii: "t"): out.append(0x09)
                 case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard at + 2 <= bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u") else {
-                            throw fail("unpaired high surrogate")
-                        }
-                        at += 2
-                        let low = try hex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired high surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw fail("unpaired low surrogate")
-                    }
-                    out.append(contentsOf: Array(String(Unicode.Scalar(scalar)!).utf8))
+                    out.append(contentsOf: Array(String(try unicodeEscape()).utf8))
                 default:
                     throw fail("invalid escape")
                 }
             }
+        }
+
+        /// The scalar of a `\u` escape, just after its `u` (a surrogate pair's second escape read too).
+        mutating func unicodeEscape() throws(Failure) -> Unicode.Scalar {
+            var scalar = try hex4()
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard at + 2 <= bytes.count, bytes[at] == UInt8(ascii: "\\"), bytes[at + 1] == UInt8(ascii: "u") else {
+                    throw fail("unpaired high surrogate")
+                }
+                at += 2
+                let low = try hex4()
+                guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired high surrogate") }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw fail("unpaired low surrogate")
+            }
+            return Unicode.Scalar(scalar)!
         }
     }
 }

@@ -67,6 +67,50 @@ import Testing
         #expect(unsound.isEmpty, "\(unsound.prefix(5))")
     }
 
+    static func kind(_ value: JSONValue) -> JSONParser.Kind {
+        switch value {
+        case .object: .object
+        case .array: .array
+        case .string: .string
+        case .number: .number
+        case .bool: .bool
+        case .null: .null
+        }
+    }
+
+    /// `kind(of:)` accepts what `parse` accepts (duplicate names aside, which it does not look for) and names its value.
+    @Test func kindOfAcceptsWhatParseAcceptsWithoutBuildingIt() {
+        var rng = SeededRandom(seed: 20261128)
+        var differ: [String] = []
+        var accepted = 0
+        for _ in 0..<10_000 {
+            let valid = Array(Self.text(&rng, depth: 0).utf8)
+            for bytes in [valid, Self.mutate(valid, &rng), Self.mutate(Self.mutate(valid, &rng), &rng)] {
+                let parsed: Result<JSONValue, JSONParser.Failure> = Result { () throws(JSONParser.Failure) in try JSONParser.parse(bytes) }
+                let kind = try? JSONParser.kind(of: bytes)
+                switch parsed {
+                case .success(let value):
+                    accepted += 1
+                    if kind != Self.kind(value) { differ.append(String(decoding: bytes, as: UTF8.self)) }
+                case .failure(let failure) where failure.reason == "duplicate member name":
+                    // `parse` stopped at the duplicate; the text may be broken after it too.
+                    if kind != nil, kind != .object { differ.append(String(decoding: bytes, as: UTF8.self)) }
+                case .failure:
+                    if kind != nil { differ.append(String(decoding: bytes, as: UTF8.self)) }
+                }
+            }
+        }
+        #expect(accepted >= 10_000)
+        #expect(differ.isEmpty, "\(differ.prefix(5))")
+        for bad in ["", "{", "[1,]", "{\"a\":1,}", "01", "\"\\ud800\"", "\"\u{01}\"", "[1] 2", "{a:1}", "1e400", "0e5", "<html>"] {
+            #expect(throws: JSONParser.Failure.self, "\(bad)") { try JSONParser.kind(of: Array(bad.utf8)) }
+        }
+        #expect(throws: JSONParser.Failure.self) { try JSONParser.kind(of: [0x22, 0xC3, 0x28, 0x22]) }
+        #expect((try? JSONParser.kind(of: Array(" {\"a\": [1, \"é\\u00e9\", null]} ".utf8))) == .object)
+        let deep = Array(String(repeating: "[", count: 600).utf8) + Array(String(repeating: "]", count: 600).utf8)
+        #expect(throws: JSONParser.Failure(reason: "too deeply nested", offset: 512)) { try JSONParser.kind(of: deep) }
+    }
+
     @Test func refusesWhatJSONRefusesAndSaysWhere() {
         for bad in ["", " ", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "+1", "0x10", "tru", "nul", "\"a", "\"\\x\"", "\"\\u12\"",
                     "\"\\ud800\"", "\"\\udc00\"", "\"\u{01}\"", "[1] 2", "{a:1}", "{\"a\" 1}", "1e400", "-1e400", "4.9e-1324", "0e5", "-0.00e1", "{\"a\":1,\"a\":2}", "NaN", "Infinity", "'a'"] {

@@ -155,10 +155,11 @@ final class RelayStore: Sendable {
                 switch change {
                 case .save(let token, let state):
                     let data = try encoder.encode(state)
-                    try db.execute(sql: "INSERT OR REPLACE INTO device (token, state) VALUES (?, ?)", arguments: [token, data])
+                    // Cached statements: SQLite parses each once per connection, not once per row.
+                    try db.cachedStatement(sql: "INSERT OR REPLACE INTO device (token, state) VALUES (?, ?)").execute(arguments: [token, data])
                 case .retire(let token, let at):
-                    try db.execute(sql: "DELETE FROM device WHERE token = ?", arguments: [token])
-                    try db.execute(sql: "INSERT OR REPLACE INTO retired (token, at) VALUES (?, ?)", arguments: [token, at])
+                    try db.cachedStatement(sql: "DELETE FROM device WHERE token = ?").execute(arguments: [token])
+                    try db.cachedStatement(sql: "INSERT OR REPLACE INTO retired (token, at) VALUES (?, ?)").execute(arguments: [token, at])
                 case .wipe:
                     try db.execute(sql: "DELETE FROM device")
                     try db.execute(sql: "DELETE FROM retired")
