@@ -43,7 +43,7 @@ extension JSONParser.Reader {
         case UInt8(ascii: "t"): try literal("true"); return .bool
         case UInt8(ascii: "f"): try literal("false"); return .bool
         case UInt8(ascii: "n"): try literal("null"); return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try number(); return .number
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): _ = try number(checkOnly: true); return .number
         default: throw fail("unexpected character")
         }
     }
@@ -82,6 +82,8 @@ extension JSONParser.Reader {
         let start = at
         var ascii = true
         while at < bytes.count {
+            skipPlainBytes(ascii: &ascii)
+            guard at < bytes.count else { break }
             let byte = bytes[at]
             if byte == UInt8(ascii: "\"") {
                 if !ascii {
@@ -113,5 +115,23 @@ extension JSONParser.Reader {
             }
         }
         throw fail("unterminated string")
+    }
+
+    /// Eight bytes at a time, past those that need no look inside a string: stops at (or up to seven bytes before) the
+    /// first quote, backslash or control character. A byte ≥ 0x80 only marks the string as not ASCII.
+    mutating func skipPlainBytes(ascii: inout Bool) {
+        guard let base = bytes.baseAddress else { return }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while at + 8 <= bytes.count {
+            let word = UnsafeRawPointer(base + at).loadUnaligned(as: UInt64.self)
+            // A lane of `(x - 1) & ~x & 0x80` is set where x's byte is zero (later lanes may be set falsely after a real
+            // one, which only stops the fast walk early); `(word - 0x20) & ~word` likewise where a byte is below 0x20.
+            func zeroLanes(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+            let special = zeroLanes(word ^ (ones &* 0x22)) | zeroLanes(word ^ (ones &* 0x5C)) | ((word &- ones &* 0x20) & ~word & highs)
+            if special != 0 { return }
+            if word & highs != 0 { ascii = false }
+            at += 8
+        }
     }
 }

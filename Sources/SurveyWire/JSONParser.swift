@@ -118,7 +118,9 @@ public enum JSONParser {
             }
         }
 
-        mutating func number() throws(Failure) -> Double {
+        /// Reads a number. With `checkOnly`, a short number without an exponent (at most 15 characters: it can be
+        /// neither infinite nor a zero from non-zero digits) is only checked against the grammar, and 0 returned.
+        mutating func number(checkOnly: Bool = false) throws(Failure) -> Double {
             let start = at
             if bytes[at] == UInt8(ascii: "-") { at += 1 }
             func digits(_ reader: inout Reader) -> Int {
@@ -141,6 +143,8 @@ public enum JSONParser {
                 at += 1
                 if at < bytes.count, bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: "-") { at += 1 }
                 guard digits(&self) > 0 else { throw fail("invalid number (no digit in the exponent)") }
+            } else if checkOnly, at - start <= 15 {
+                return 0
             }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<at]), as: UTF8.self)
             // Out of range either way is refused, as `JSONDecoder` does: infinite, or zero from non-zero digits.

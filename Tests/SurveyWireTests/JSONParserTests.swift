@@ -83,8 +83,15 @@ import Testing
         var rng = SeededRandom(seed: 20261128)
         var differ: [String] = []
         var accepted = 0
-        for _ in 0..<10_000 {
-            let valid = Array(Self.text(&rng, depth: 0).utf8)
+        // Long strings too, so the eight-bytes-at-a-time walk meets every kind of byte at every lane.
+        func longString(_ rng: inout SeededRandom) -> String {
+            "\"" + (0..<Int.random(in: 8...60, using: &rng)).map { _ in
+                Int.random(in: 0...3, using: &rng) == 0 ? Self.stringPieces.randomElement(using: &rng)! : "abcdefgh"
+            }.joined() + "\""
+        }
+        for round in 0..<10_000 {
+            let text = round % 2 == 0 ? Self.text(&rng, depth: 0) : "{\"k\": " + longString(&rng) + ", \"n\": [" + longString(&rng) + "]}"
+            let valid = Array(text.utf8)
             for bytes in [valid, Self.mutate(valid, &rng), Self.mutate(Self.mutate(valid, &rng), &rng)] {
                 let parsed: Result<JSONValue, JSONParser.Failure> = Result { () throws(JSONParser.Failure) in try JSONParser.parse(bytes) }
                 let kind = try? JSONParser.kind(of: bytes)
