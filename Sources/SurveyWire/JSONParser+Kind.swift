@@ -21,14 +21,7 @@ extension JSONParser {
     /// not look for (`JSONDecoder` takes them too).
     /// - Throws: ``Failure`` for anything that is not a single valid JSON text.
     public static func kind(of bytes: [UInt8]) throws(Failure) -> Kind {
-        try bytes.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(Failure) -> Kind in
-            var reader = Reader(bytes: buffer)
-            reader.skipWhitespace()
-            let kind = try reader.skipValue(depth: 0)
-            reader.skipWhitespace()
-            guard reader.at == buffer.count else { throw reader.fail("unexpected data after the value") }
-            return kind
-        }
+        try whole(bytes) { (reader: inout Reader) throws(Failure) in try reader.skipValue(depth: 0) }
     }
 }
 

@@ -27,10 +27,16 @@ public enum JSONParser {
     /// Parses one JSON value from `bytes`.
     /// - Throws: ``Failure`` for anything that is not a single valid JSON text.
     public static func parse(_ bytes: [UInt8]) throws(Failure) -> JSONValue {
-        try bytes.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue in
+        try whole(bytes) { (reader: inout Reader) throws(Failure) in try reader.value(depth: 0) }
+    }
+
+    /// `read` over `bytes` as one JSON text: whitespace around the value, nothing else after it.
+    @inline(__always)
+    static func whole<T>(_ bytes: [UInt8], _ read: (inout Reader) throws(Failure) -> T) throws(Failure) -> T {
+        try bytes.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(Failure) -> T in
             var reader = Reader(bytes: buffer)
             reader.skipWhitespace()
-            let value = try reader.value(depth: 0)
+            let value = try read(&reader)
             reader.skipWhitespace()
             guard reader.at == buffer.count else { throw reader.fail("unexpected data after the value") }
             return value

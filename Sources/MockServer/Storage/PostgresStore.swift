@@ -105,18 +105,12 @@ final class PostgresStore: Store {
     /// connection.
     static let lockLeaseLimit: Duration = .seconds(10)
 
-    /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`. With `on`, the
-    /// operation runs on that connection and the wait ends within a second of the connection closing, with a 503 too;
-    /// with `lease`, the same for the pooled connection the operation is leased once it has one.
-    private func bounded<T: Sendable>(_ what: String, _ limit: Duration = operationLimit, on connection: PostgresConnection? = nil,
-                                      lease: LeasedConnection? = nil,
+    /// `operation` within `limit` (``Deadline``); past it, 503 `database_unavailable` naming `what`. With `closed` (the
+    /// connection the operation runs on: a lock connection's `isClosed`, or a pooled lease's), the wait also ends within
+    /// a second of that connection closing, with a 503 too.
+    private func bounded<T: Sendable>(_ what: String, _ limit: Duration = operationLimit, closed: (@Sendable () -> Bool)? = nil,
                                       _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        var lost: (@Sendable () -> (any Error)?)?
-        if let connection {
-            lost = { connection.isClosed ? PostgresStoreError.connectionLost(during: what) : nil }
-        } else if let lease {
-            lost = { lease.isClosed ? PostgresStoreError.connectionLost(during: what) : nil }
-        }
+        let lost = closed.map { closed in { @Sendable () -> (any Error)? in closed() ? PostgresStoreError.connectionLost(during: what) : nil } }
         return try await Deadline.run(limit, timeout: { PostgresStoreError.timedOut(what, after: limit) }, lost: lost, operation)
     }
 
@@ -126,7 +120,7 @@ final class PostgresStore: Store {
     /// 503 `database_unavailable` and `Retry-After: 1`, and the retry finds the database back.
     private func pooled<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let lease = LeasedConnection()
-        return try await bounded(what, lease: lease) { [client] in
+        return try await bounded(what, closed: { lease.isClosed }) { [client] in
             try await client.withConnection { connection in
                 lease.leased(connection)
                 return try await body(connection)
@@ -281,7 +275,7 @@ final class PostgresStore: Store {
                 // waiting must not hold this process's in-process lock for ever.
                 // Ended at once when the lock connection closes: PostgreSQL killed under load lost lock queries in flight,
                 // and each held one of the lock pool's connections until the limit (every later lock waited behind them).
-                _ = try await self.bounded("an advisory lock", Self.lockLimit, on: connection) { [logger] in
+                _ = try await self.bounded("an advisory lock", Self.lockLimit, closed: { connection.isClosed }) { [logger] in
                     try await connection.query(lock, logger: logger).collect()
                 }
             } catch {
@@ -299,7 +293,7 @@ final class PostgresStore: Store {
             // The unlock is bounded too, and runs whatever happens to the request's task; a session whose unlock did not
             // answer is ended (a connection that died took its session's locks with it).
             let release = { @Sendable [logger] () async throws -> Void in
-                let done = Task { try await self.bounded("an unlock", on: connection) { _ = try await connection.query(unlock, logger: logger).collect() } }
+                let done = Task { try await self.bounded("an unlock", closed: { connection.isClosed }) { _ = try await connection.query(unlock, logger: logger).collect() } }
                 do { try await done.value } catch {
                     await Self.discard(connection, logger: logger)
                     throw error

@@ -1,5 +1,5 @@
 /// A database's spelling of the schema: renders ``SchemaMigration``s into the statements that dialect runs.
-enum SQLDialect: Sendable, CaseIterable {
+enum SQLDialect: Sendable {
     case sqlite
     case postgres
 

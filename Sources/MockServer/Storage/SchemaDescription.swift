@@ -57,7 +57,6 @@ struct ColumnDescription: Sendable, Equatable {
     static func sequence(_ name: String) -> Self { Self(name, .sequence) }
 
     var isNullable: Bool { options.contains(.nullable) }
-    var isPrimaryKey: Bool { kind == .sequence || options.contains(.primaryKey) }
 }
 
 /// An index on a table, optionally partial (`condition` is SQL both dialects read alike, such as `x IS NOT NULL`).

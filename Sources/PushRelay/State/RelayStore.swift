@@ -130,33 +130,30 @@ final class RelayStore: Sendable {
     private func enqueue(_ changes: [Change]) {
         guard !changes.isEmpty else { return }
         let now = ContinuousClock.now
-        let start = state.withLock { s -> (Bool, wait: Bool) in
+        // nil: the writer is draining and takes these next; else whether to wait the window before starting it.
+        let wait = state.withLock { s -> Bool? in
             s.pending.append(contentsOf: changes)
             s.queued += UInt64(changes.count)
-            let recent = s.lastQueued.map { now - $0 < Self.commitWindowDuration } ?? false
+            let recent = s.lastQueued.map { now - $0 < Self.commitWindow } ?? false
             s.lastQueued = now
-            if s.draining { return (false, false) }
+            if s.draining { return nil }
             s.draining = true
-            return (true, recent)
+            return recent
         }
-        guard start.0 else { return }
-        // A change that finds the writer idle commits at once, unless another came within `commitWindow` before it:
-        // then changes are arriving faster than that, and it waits the window for the ones that follow. Under load each
-        // change otherwise committed alone (at 2,000 deliveries/s two transactions per delivery, each a wake-up of the
-        // writer and of the loops waiting on it), which cost the relay more than all else it does per delivery; a
-        // client sending now and then never waits.
-        if start.wait {
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.commitWindow) { self.drainNext() }
-        } else {
-            drainNext()
+        switch wait {
+        case nil: return
+        case true?:
+            DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(Int(Self.commitWindow / .microseconds(1)))) { self.drainNext() }
+        case false?: drainNext()
         }
     }
 
     /// How long a change that finds the writer idle, less than this after the change before it, waits to share its
-    /// transaction. A route that answers "kept" answers up to this much later when changes come that fast; deliveries do
-    /// not wait for it (a stream is written before the commit).
-    static let commitWindow = DispatchTimeInterval.milliseconds(3)
-    static let commitWindowDuration = Duration.milliseconds(3)
+    /// transaction: under load each change otherwise committed alone (at 2,000 deliveries/s two transactions per
+    /// delivery, each a wake-up of the writer and of the loops waiting on it). A route that answers "kept" answers up
+    /// to this much later when changes come that fast; deliveries do not wait for it (a stream is written before the
+    /// commit), and a change after a quiet moment commits at once.
+    static let commitWindow: Duration = .milliseconds(3)
 
     /// Takes the next batch and writes it on GRDB's own queue (`asyncWrite`); its completion takes the batch after it.
     private func drainNext() {
