@@ -9,17 +9,24 @@ public typealias JEXLTransform = @Sendable ([JSONValue]) throws -> JSONValue
 /// - a missing top-level identifier is an error; a missing property after `.` or `[]` is `null`;
 /// - `a || b` evaluates `b` when `a` is falsy or an error; `a && b` propagates `a`'s error and returns `a` when falsy;
 /// - falsy: `null`, `false`, `0`, `""`; arrays and objects are truthy;
-/// - numbers are doubles and `==` means closer than 1e-6; strings compare by code point, `+` concatenates;
+/// - numbers are doubles and `==` of two numbers means closer than 1e-6; strings compare by code point, `+` concatenates;
 /// - `in`: substring, array membership, object key; number `in` number is `false`;
 /// - `==` across types is `false`, `!=` is its negation; any other operation on mismatched types is an error;
+/// - array membership and `==` of arrays and objects are serde_json's equality, where a whole number of the context
+///   (an integer) never equals a number the expression made (a float): ``JEXLValue``;
 /// - results that are not finite numbers become `null` (as serde_json stores them).
 public struct JEXLEvaluator: Sendable {
-    public var context: [String: JSONValue]
+    public var context: [String: JSONValue] {
+        didSet { values = context.mapValues(JEXLValue.init(context:)) }
+    }
     public var transforms: [String: JEXLTransform]
+    /// The context as jexl-eval reads it (whole numbers are integers).
+    private var values: [String: JEXLValue]
 
     public init(context: [String: JSONValue] = [:], transforms: [String: JEXLTransform] = [:]) {
         self.context = context
         self.transforms = transforms
+        values = context.mapValues(JEXLValue.init(context:))
     }
 
     /// Parses and evaluates `source`.
@@ -33,7 +40,7 @@ public struct JEXLEvaluator: Sendable {
     }
 
     public func evaluateBool(_ expression: JEXLExpression) throws(JEXLError) -> Bool {
-        let value = try evaluate(expression)
+        let value = try value(expression)
         guard case .bool(let result) = value else {
             throw JEXLError(code: "not_boolean", message: "the expression gives \(Self.describe(value)), not a boolean")
         }
@@ -41,38 +48,42 @@ public struct JEXLEvaluator: Sendable {
     }
 
     public func evaluate(_ expression: JEXLExpression) throws(JEXLError) -> JSONValue {
+        try value(expression).json
+    }
+
+    func value(_ expression: JEXLExpression) throws(JEXLError) -> JEXLValue {
         switch expression {
-        case .number(let n): return Self.number(n)
+        case .number(let n): return .number(n)
         case .string(let s): return .string(s)
         case .bool(let b): return .bool(b)
         case .null: return .null
         case .array(let items):
-            var values: [JSONValue] = []
-            for item in items { values.append(try evaluate(item)) }
+            var values: [JEXLValue] = []
+            for item in items { values.append(try value(item)) }
             return .array(values)
         case .object(let entries):
-            var object: [String: JSONValue] = [:]
+            var object: [String: JEXLValue] = [:]
             for entry in entries {
                 guard object[entry.key] == nil else {
                     throw JEXLError(code: "duplicate_object_key", message: "the object literal repeats the key `\(entry.key)`")
                 }
-                object[entry.key] = try evaluate(entry.value)
+                object[entry.key] = try value(entry.value)
             }
             return .object(object)
         case .identifier(let name):
-            guard let value = context[name] else {
+            guard let value = values[name] else {
                 throw JEXLError(code: "undefined_identifier", message: "`\(name)` is not in the context")
             }
             return value
         case .dot(let subject, let name):
-            return try evaluate(subject).objectValue?[name] ?? .null
+            return try value(subject).objectValue?[name] ?? .null
         case .index(let subject, let indexExpression):
-            let value = try evaluate(subject)
-            let index = try evaluate(indexExpression)
+            let indexed = try value(subject)
+            let index = try value(indexExpression)
             switch index {
-            case .string(let key): return value.objectValue?[key] ?? .null
-            case .number(let n):
-                guard case .array(let items) = value else { return .null }
+            case .string(let key): return indexed.objectValue?[key] ?? .null
+            case .integer(let n), .float(let n):
+                guard case .array(let items) = indexed else { return .null }
                 // Rust's `as usize`: negative and NaN saturate to 0.
                 let i = n.isNaN || n < 0 ? 0 : (n >= Double(Int.max) ? Int.max : Int(n.rounded(.down)))
                 return i < items.count ? items[i] : .null
@@ -80,39 +91,42 @@ public struct JEXLEvaluator: Sendable {
                 throw JEXLError(code: "invalid_index_type", message: "an index must be a string or a number, not \(Self.describe(index))")
             }
         case .filter(let subject, let field, let op, let valueExpression):
-            let value = try evaluate(subject)
-            guard case .array(let items) = value else {
-                throw JEXLError(code: "invalid_filter", message: "a filter `[.\(field) \(op.rawValue) …]` needs an array, not \(Self.describe(value))")
+            let filtered = try value(subject)
+            guard case .array(let items) = filtered else {
+                throw JEXLError(code: "invalid_filter", message: "a filter `[.\(field) \(op.rawValue) …]` needs an array, not \(Self.describe(filtered))")
             }
-            let right = try evaluate(valueExpression)
-            var kept: [JSONValue] = []
-            for item in items where Self.truthy(try Self.apply(op, item.objectValue?[field] ?? .null, right)) { kept.append(item) }
+            let right = try value(valueExpression)
+            var kept: [JEXLValue] = []
+            // jexl-eval 0.4.0 leaves out a member whose comparison fails (a field missing or of another type).
+            for item in items where (try? Self.apply(op, item.objectValue?[field] ?? .null, right)).map(Self.truthy) ?? false {
+                kept.append(item)
+            }
             return .array(kept)
         case .binary(.and, let left, let right):
-            let l = try evaluate(left)
-            return Self.truthy(l) ? try evaluate(right) : l
+            let l = try value(left)
+            return Self.truthy(l) ? try value(right) : l
         case .binary(.or, let left, let right):
             do throws(JEXLError) {
-                let l = try evaluate(left)
+                let l = try value(left)
                 if Self.truthy(l) { return l }
             } catch {
                 // jexl-rs: an error on the left of `||` is treated as falsy.
             }
-            return try evaluate(right)
+            return try value(right)
         case .binary(let op, let left, let right):
-            return try Self.apply(op, try evaluate(left), try evaluate(right))
+            return try Self.apply(op, try value(left), try value(right))
         case .conditional(let condition, let truthy, let falsy):
             // jexl-eval 0.4.0 takes a test that fails to evaluate as false (its `Truthy` for a `Result`): the else branch.
-            let test = (try? evaluate(condition)).map(Self.truthy) ?? false
-            return test ? try evaluate(truthy) : try evaluate(falsy)
+            let test = (try? value(condition)).map(Self.truthy) ?? false
+            return test ? try value(truthy) : try value(falsy)
         case .transform(let name, let subject, let args):
-            var values = [try evaluate(subject)]
-            for arg in args ?? [] { values.append(try evaluate(arg)) }
+            var values = [try value(subject).json]
+            for arg in args ?? [] { values.append(try value(arg).json) }
             guard let transform = transforms[name] else {
                 throw JEXLError(code: "unknown_transform", message: "no transform named `\(name)`")
             }
             do {
-                return try transform(values)
+                return JEXLValue(computed: try transform(values))
             } catch let error as JEXLError {
                 throw error
             } catch {
@@ -122,73 +136,74 @@ public struct JEXLEvaluator: Sendable {
     }
 
     /// JEXL truthiness.
-    public static func truthy(_ value: JSONValue) -> Bool {
+    public static func truthy(_ value: JSONValue) -> Bool { truthy(JEXLValue(context: value)) }
+
+    static func truthy(_ value: JEXLValue) -> Bool {
         switch value {
         case .null: return false
         case .bool(let b): return b
-        case .number(let n): return n != 0
+        case .integer(let n), .float(let n): return n != 0
         case .string(let s): return !s.isEmpty
         case .array, .object: return true
         }
     }
 
+    /// A number a transform answers: null when it is not finite (as serde_json stores it).
     static func number(_ n: Double) -> JSONValue { n.isFinite ? .number(n) : .null }
 
-    static func describe(_ value: JSONValue) -> String {
+    static func describe(_ value: JEXLValue) -> String {
         switch value {
         case .null: return "null"
         case .bool(let b): return "the boolean \(b)"
-        case .number(let n): return "the number \(n)"
+        case .integer(let n), .float(let n): return "the number \(n)"
         case .string(let s): return "the string '\(s)'"
         case .array: return "an array"
         case .object: return "an object"
         }
     }
 
-    /// `==` of the dialect: numbers within 1e-6, values of one type by value, different types never.
-    public static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        switch (a, b) {
-        case (.number(let x), .number(let y)): return abs(x - y) < 1e-6
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
-        case (.bool(let x), .bool(let y)): return x == y
-        case (.null, .null): return true
-        case (.array(let x), .array(let y)): return x == y
-        case (.object(let x), .object(let y)): return x == y
-        default: return false
-        }
+    /// `==` of the dialect: two numbers within 1e-6 (of either kind), arrays and objects by serde_json's equality,
+    /// other values of one type by value, different types never.
+    static func equal(_ a: JEXLValue, _ b: JEXLValue) -> Bool {
+        if let x = a.numberValue, let y = b.numberValue { return abs(x - y) < 1e-6 }
+        return a == b
     }
 
     static func less(_ a: String, _ b: String) -> Bool { a.unicodeScalars.lexicographicallyPrecedes(b.unicodeScalars) }
 
-    static func apply(_ op: JEXLOperator, _ left: JSONValue, _ right: JSONValue) throws(JEXLError) -> JSONValue {
-        switch (op, left, right) {
-        case (.and, _, _): return truthy(left) ? right : left
-        case (.or, _, _): return truthy(left) ? left : right
-        case (.equal, _, _): return .bool(equal(left, right))
-        case (.notEqual, _, _): return .bool(!equal(left, right))
-        case (_, .number(let a), .number(let b)):
+    static func apply(_ op: JEXLOperator, _ left: JEXLValue, _ right: JEXLValue) throws(JEXLError) -> JEXLValue {
+        switch op {
+        case .and: return truthy(left) ? right : left
+        case .or: return truthy(left) ? left : right
+        case .equal: return .bool(equal(left, right))
+        case .notEqual: return .bool(!equal(left, right))
+        default: break
+        }
+        if let a = left.numberValue, let b = right.numberValue {
             switch op {
-            case .add: return number(a + b)
-            case .subtract: return number(a - b)
-            case .multiply: return number(a * b)
-            case .divide: return number(a / b)
-            case .floorDivide: return number((a / b).rounded(.down))
-            case .modulus: return number(a.truncatingRemainder(dividingBy: b))
-            case .exponent: return number(pow(a, b))
+            case .add: return .number(a + b)
+            case .subtract: return .number(a - b)
+            case .multiply: return .number(a * b)
+            case .divide: return .number(a / b)
+            case .floorDivide: return .number((a / b).rounded(.down))
+            case .modulus: return .number(a.truncatingRemainder(dividingBy: b))
+            case .exponent: return .number(pow(a, b))
             case .less: return .bool(a < b)
             case .greater: return .bool(a > b)
             case .lessEqual: return .bool(a <= b)
             case .greaterEqual: return .bool(a >= b)
             case .in: return .bool(false)
-            case .and, .or, .equal, .notEqual: return .null  // handled above
+            case .and, .or, .equal, .notEqual: return .null  // answered above
             }
+        }
+        switch (op, left, right) {
         case (.add, .string(let a), .string(let b)): return .string(a + b)
         case (.less, .string(let a), .string(let b)): return .bool(less(a, b))
         case (.greater, .string(let a), .string(let b)): return .bool(less(b, a))
         case (.lessEqual, .string(let a), .string(let b)): return .bool(!less(b, a))
         case (.greaterEqual, .string(let a), .string(let b)): return .bool(!less(a, b))
         case (.in, .string(let a), .string(let b)): return .bool(contains(b, a))
-        // Membership is JSON equality (exact for numbers), as serde_json's `Vec::contains`.
+        // Membership is serde_json's equality (`Vec::contains`): exact for numbers, an integer never a float.
         case (.in, _, .array(let items)): return .bool(items.contains(left))
         case (.in, .string(let key), .object(let object)): return .bool(object[key] != nil)
         default:

@@ -102,7 +102,10 @@ struct JEXLToken: Equatable {
 
 /// Splits an expression into tokens as jexl-parser 0.4.0's hand-written lexer does (the one jexl-eval 0.4.0, which
 /// Nimbus pins, parses with): keywords `true`, `false`, `null` and `in` only (`Null` and `NULL` are identifiers),
-/// identifiers of Unicode letters, digits and `_`, and a number's `.` only before a digit (`1.` is `1` and a `.`).
+/// identifiers of letters, digits and `_`, and a number's `.` only before a digit (`1.` is `1` and a `.`). A character
+/// outside ASCII anywhere in the expression is a `parse_error`: jexl-parser 0.4.0 indexes the text by characters and
+/// slices it by bytes, so such an expression panics or is misread there (measured against jexl-eval 0.4.0 built from
+/// mozilla/jexl-rs: every one of them failed), and Firefox takes a failed evaluation as not eligible.
 struct JEXLLexer {
     static let keywords: Set<String> = ["true", "false", "null", "in"]
     static let punctuation = ["&&", "||", "==", "!=", ">=", "<=", "//", "{}", ">", "<", "+", "-", "*", "/", "%", "^",
@@ -118,6 +121,10 @@ struct JEXLLexer {
         func isIdentPart(_ c: Unicode.Scalar) -> Bool { isIdentStart(c) || c.properties.numericType != nil }
         func fail(_ message: String, at offset: Int) -> JEXLError {
             JEXLError(code: "parse_error", message: "\(message) at column \(offset + 1) of `\(source)`", column: offset + 1)
+        }
+        if let outside = chars.firstIndex(where: { !$0.isASCII }) {
+            throw fail("`\(chars[outside])` is outside ASCII, which Firefox's engine (jexl-eval 0.4.0) cannot read in an "
+                       + "expression; put such text in the context and compare with an attribute", at: outside)
         }
         while i < chars.count {
             let c = chars[i]
