@@ -138,5 +138,20 @@ extension Integration {
         #expect(try await run(["--recipe", recipe.path, "--context", context.path]).0 == 64)
         #expect(try await run(["--recipe", "/nonexistent", "--context", context.path]).0 == 64)
     }
+
+    @Test func jexlPrintsEachValueAsFirefoxsEngineGivesIt() async throws {
+        let context = temporaryDirectory("jexl").appendingPathComponent("context.json")
+        try Data(#"{"version": 120, "list": [1, 2, 3]}"#.utf8).write(to: context)
+        let (status, output) = try await runSurveyCLI(["messaging", "jexl", "--context", context.path,
+                                                       "version == 120", "version in [120]", "'é'", "list[.x > 1]"])
+        #expect(status == 1, "an expression that errs makes the exit status 1")
+        let lines = try output.split(separator: "\n").map { try WireJSON.decode(JSONValue.self, from: Data($0.utf8)) }
+        #expect(lines.map { $0["expression"]?.stringValue } == ["version == 120", "version in [120]", "'é'", "list[.x > 1]"])
+        #expect(lines.map { $0["value"] } == [.bool(true), .bool(false), nil, .array([])])
+        #expect(lines[2]["error"] == "parse_error")
+        #expect(try await runSurveyCLI(["messaging", "jexl", "1 + 1"]) == (0, #"{"expression":"1 + 1","value":2}"# + "\n"))
+        #expect(try await runSurveyCLI(["messaging", "jexl"]).0 == 64)
+        #expect(try await runSurveyCLI(["messaging", "jexl", "--context", "/nonexistent", "1"]).0 == 64)
+    }
 }
 }

@@ -3,10 +3,11 @@ import Foundation
 import Messaging
 import SurveyWire
 
-/// `survey-cli messaging eval`: which message a recipe would show for a context, and why.
+/// `survey-cli messaging eval`: which message a recipe would show for a context, and why; `messaging jexl`: the value
+/// of targeting expressions.
 struct MessagingCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "messaging", abstract: "Check in-app messaging recipes offline.", subcommands: [MessagingEval.self])
+        commandName: "messaging", abstract: "Check in-app messaging recipes offline.", subcommands: [MessagingEval.self, MessagingJEXL.self])
 }
 
 struct MessagingEval: AsyncParsableCommand {
