@@ -20,6 +20,11 @@ is measured --runs times on a fresh server and printed as median and spread (min
                   the CPU then); `relay-floor.py` measures the same figures for the relay's socket work alone
   relay-store     the same with `push-relay --store FILE` (every change group-committed to SQLite)
   relay-health    GET /__control/health on the relay, wrk -t1 -c64: relay CPU per request
+  engines         (only with --only engines; needs Locust: pip install "./python[locust]", or the venv scripts/apitest
+                  makes) the two load engines' CPU per registration against one server (kdf 1), 8 users looping each:
+                  survey-cli load register --concurrency 8 and Locust with survey_trio.locust's BeiweRegistrar
+                  (examples/locust/registration.py), each from the difference of a run of --seconds and one of twice
+                  that (their start-up cancels), and the ratio Locust / survey-cli
 
 With every figure measured, the run ends with issue 55's four ratios, each against a floor measured in the same run
 (and so on the same machine, build and load): relay per delivery / relay per health request (target <= 5), relay with
@@ -258,6 +263,62 @@ def measure_relay(args, work, devices=500, rate=2000, store=False):
 
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def locust_python():
+    """A Python that imports Locust: the venv scripts/apitest makes, or this one."""
+    venv = os.path.join(ROOT, ".build", "venv", "bin", "python")
+    return venv if os.path.exists(venv) else sys.executable
+
+
+def measure_engines(args, work):
+    server = mock_server(args, work, 1)
+    try:
+        people = setup(args, server, work)
+
+        def load(seconds):
+            report = os.path.join(work, f"engines-{seconds}.json")
+            before = child_cpu()
+            _, err, code = run_pinned(1, [os.path.join(args.bin, "survey-cli"), "load", "register", "--server", server.url,
+                                          "--participants-file", people, "--concurrency", "8", "--duration", f"{seconds}s",
+                                          "--report", report])
+            used = child_cpu() - before
+            totals = json.load(open(report))["totals"] if os.path.exists(report) else None
+            if code != 0 or not totals or totals["failed"]:
+                raise SystemExit(f"survey-cli load register failed ({code}): {err[-500:]}")
+            return used, totals["succeeded"]
+
+        def locust(seconds):
+            prefix = os.path.join(work, f"locust-{seconds}")
+            environment = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
+            before = child_cpu()
+            process = subprocess.Popen(["taskset", "-c", "1", locust_python(), "-m", "locust", "-f",
+                                        os.path.join(ROOT, "examples", "locust", "registration.py"), "--host", server.url,
+                                        "--participants-file", people, "--headless", "-u", "8", "-r", "8", "-t", f"{seconds}s",
+                                        "--csv", prefix, "--only-summary", "--stop-timeout", "2", "--loglevel", "WARNING"],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+            _, err = process.communicate()
+            used = child_cpu() - before
+            rows = {}
+            if os.path.exists(prefix + "_stats.csv"):
+                import csv
+                rows = {row["Name"]: row for row in csv.DictReader(open(prefix + "_stats.csv"))}
+            row = rows.get("register_user")
+            if process.returncode != 0 or not row or int(row["Failure Count"]):
+                raise SystemExit(f"locust failed ({process.returncode}): {row} {err[-800:]}")
+            return used, int(row["Request Count"])
+
+        s = args.seconds
+        (c1, n1), (c2, n2) = load(s), load(2 * s)
+        (l1, m1), (l2, m2) = locust(s), locust(2 * s)
+        load_us, locust_us = (c2 - c1) / (n2 - n1) * 1e6, (l2 - l1) / (m2 - m1) * 1e6
+        return {"load_us": load_us, "locust_us": locust_us, "ratio": locust_us / load_us,
+                "load_rate": n2 / (2 * s), "locust_rate": m2 / (2 * s)}
+    finally:
+        server.stop()
+
+
 def spread(values, unit="us"):
     return perfshare.spread(values, unit, width=8)
 
@@ -294,6 +355,8 @@ def main():
             results.setdefault("relay-store", []).append(measure_relay(args, work, store=True))
         if "relay-health" in wanted:
             results.setdefault("relay-health", []).append(measure_relay_health(args, work))
+        if "engines" in wanted:
+            results.setdefault("engines", []).append(measure_engines(args, work))
     command = "python3 Benchmarks/scripts/pinned.py " + " ".join(sys.argv[1:])
     print(f"# {command}  ({args.runs} runs, {args.seconds} s each; server/relay on core 0, generator on core 1)")
     def by_thread(rows):
@@ -338,6 +401,13 @@ def main():
               f"at {statistics.median([r['rate'] for r in rows]):.0f}/s")
     if "relay-health" in results:
         print(f"relay-health      relay {spread([r['relay_us'] for r in results['relay-health']])} per request")
+    if "engines" in results:
+        rows = results["engines"]
+        print(f"engines           survey-cli load register {spread([r['load_us'] for r in rows])} "
+              f"({statistics.median([r['load_rate'] for r in rows]):.0f}/s), Locust {spread([r['locust_us'] for r in rows])} "
+              f"({statistics.median([r['locust_rate'] for r in rows]):.0f}/s) per registration, 8 users each; Locust / load "
+              f"{statistics.median([r['ratio'] for r in rows]):.1f} (spread {min(r['ratio'] for r in rows):.1f}-"
+              f"{max(r['ratio'] for r in rows):.1f})")
     print_ratios(results)
 
 
@@ -353,6 +423,8 @@ RATIOS = [
 def print_ratios(results):
     """Each ratio of one run's figures (the figure and its floor measured in the same run), then median and spread."""
     runs = min((len(rows) for rows in results.values()), default=0)
+    if not {"relay", "relay-store", "relay-health", "register-kdf1", "health", "load-vs-wrk"} & results.keys():
+        return
     print("ratios (each run's figure over its floor in the same run; target in brackets)")
     for label, target, ratio in RATIOS:
         try:

@@ -5,6 +5,8 @@ downloads surveys, sends heartbeats and uploads answers encrypted in Beiwe's for
 (`register_user`, `set_fcm_token`, `download_surveys`, `mobile-heartbeat`, `upload`), with `wait_time` as its think
 time. `RelayDevice` holds a relay device stream and acks what arrives (`relay_token`, `stream`, `ack`). Subclass them in
 a locustfile to change the mix (`tasks`, weights, `wait_time`) or a form field (`register_fields`, `upload_rows`).
+`BeiweRegistrar` registers again and again as `survey-cli load register`'s iterations do (registration alone, to load
+or to measure that route).
 
 Credentials: against the trio, each Locust process (a worker, or a run without workers) makes its own study with
 `--participants` participants and a survey through the admin API when the test starts; against any other
@@ -18,7 +20,7 @@ import time
 import uuid
 
 import requests
-from locust import HttpUser, between, events, task
+from locust import HttpUser, between, constant, events, task
 from locust.exception import StopUser
 
 from . import beiwe
@@ -162,6 +164,44 @@ class BeiwePhone(HttpUser):
         survey = _study.get("survey_id") or "survey"
         name = f"{self.patient_id}_surveyAnswers_{survey}_{int(time.time() * 1000)}.csv"
         self.post(beiwe.UPLOAD, "upload", file_name=name, file=beiwe.encrypted_answers(self.public_key, self.upload_rows()))
+
+
+class BeiweRegistrar(HttpUser):
+    """Registration alone, as `survey-cli load register`'s iterations run it: each task takes the next participant,
+    registers a new device for them (`register_user`) with their own password as the new one, so that the next turn
+    registers them again, and puts them back. A 200 that is not Beiwe's JSON object is a failure, as in the load tool.
+    No think time by default (`wait_time`); `register_fields` adds form fields."""
+
+    abstract = True
+    wait_time = constant(0)
+
+    def register_fields(self):
+        """Extra `/register_user` fields (override to add a custom one)."""
+        return {}
+
+    @task
+    def register(self):
+        try:
+            person = _credentials.get_nowait()
+        except queue.Empty:
+            raise StopUser() from None  # more users than participants: this one has no one to be
+        try:
+            patient_id, password = person["patient_id"], person["password"]
+            fields = beiwe.form(patient_id, password, uuid.uuid4().hex, new_password=password,
+                                timezone=self.environment.parsed_options.timezone, fcm_token=f"locust-{patient_id}",
+                                phone_number="0", **self.register_fields())
+            with self.client.post(beiwe.REGISTER, data=fields, name="register_user", catch_response=True) as response:
+                if response.status_code != 200:
+                    response.failure(f"register_user answered {response.status_code}: {response.text[:200]}")
+                    return
+                try:
+                    answer = response.json()
+                except ValueError:
+                    answer = None
+                if not isinstance(answer, dict):
+                    response.failure("register_user: the answer is not Beiwe's JSON object")
+        finally:
+            _credentials.put(person)
 
 
 class RelayDevice(HttpUser):

@@ -73,3 +73,27 @@ def test_distributed_headless_run_against_the_trio(tmp_path):
         assert phones == 16, f"{registered} registrations for 16 phones"
         assert uploads >= int(rows["upload"]["Request Count"]) > 0, (uploads, rows["upload"]["Request Count"])
         print(f"server: {registered} registrations, {uploads} uploads decrypted")
+
+
+def test_registration_alone_from_a_participants_file(tmp_path):
+    """examples/locust/registration.py (BeiweRegistrar) with the load tool's participants file, as against a server
+    without the trio's admin API: every participant registered, again and again, with no failure."""
+    bin_dir = os.environ.get("TRIO_BIN_DIR")
+    with survey_trio.start(tmp_path / "trio", bin_dir=bin_dir) as trio:
+        people = tmp_path / "participants.json"
+        subprocess.run([str(survey_trio.trio.binary("survey-cli", bin_dir)), "load", "setup", "--server", trio.server_url,
+                        "--participants", "12", "--out", str(people)], check=True, capture_output=True, timeout=60)
+        listed = json.loads(people.read_text())
+        result = subprocess.run([sys.executable, "-m", "locust", "-f", str(ROOT / "examples" / "locust" / "registration.py"),
+                                 "--host", trio.server_url, "--participants-file", str(people), "--headless", "-u", "4", "-r", "4",
+                                 "-t", "4s", "--csv", str(tmp_path / "reg"), "--only-summary", "--stop-timeout", "2"],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr[-3000:]
+        with open(tmp_path / "reg_stats.csv") as handle:
+            row = {r["Name"]: r for r in csv.DictReader(handle)}["register_user"]
+        assert int(row["Failure Count"]) == 0, row
+        assert int(row["Request Count"]) > 12, row  # each participant more than once
+        stats = admin(trio.server_url, f"/studies/{listed['study_id']}/stats")
+        assert stats["registered"] == 12, stats
+        print(f"locust registration: {row['Request Count']} registrations of 12 participants, 0 failures, "
+              f"{float(row['Requests/s']):.1f}/s")
