@@ -76,6 +76,9 @@ extension Integration {
                 #expect(page["events"]?.arrayValue?.last?["event"] == "survey_available", "\(id)")
             }
             #expect(devices.isRunning)
+            // At the limit the health route (the container's HEALTHCHECK asks it) still answers, and cheaply.
+            let (healthStatus, health) = try await Self.call(trio, "GET", base + "/health")
+            #expect(healthStatus == 200 && health == ["status": "ok"])
 
             // Start and stop at once, in either order of arrival: each is answered in turn (a stop during a start waits
             // for it and then stops the device), never 409 `storage_locked`, and the device ends in a state a last stop

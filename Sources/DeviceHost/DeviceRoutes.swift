@@ -33,6 +33,8 @@ package struct DeviceRoutes: Sendable {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_json)))
         }
+        // What `survey-cli healthcheck` (the container's HEALTHCHECK) asks, every few seconds: nothing to build.
+        router.get("/__devices/health") { _, _ in JSONResponse.make(["status": "ok"]) }
         router.post("/__devices") { request, _ -> Response in
             let body = try await request.decodeJSON(DeviceWire.Create.self, allowedKeys: DeviceWire.Create.allowedKeys)
             return JSONResponse.make(try await Self.call { () async throws(DeviceFleet.Failure) in try await fleet.create(body) }, status: .created)

@@ -17,8 +17,8 @@ struct DevicesServe: AsyncParsableCommand {
         abstract: "Serve the devices API; print one READY line; stop every device on SIGTERM/SIGINT.",
         discussion: """
             POST /__devices registers a device and starts it listening; GET /__devices/{id}/events?after=SEQ&wait=5s&until=EVENT \
-            waits for its events; POST /__devices/{id}/answers answers a survey. The API is described at \
-            GET /__devices/openapi.json (docs/openapi/survey-devices.json).
+            waits for its events; POST /__devices/{id}/answers answers a survey; GET /__devices/health answers \
+            {"status": "ok"}. The API is described at GET /__devices/openapi.json (docs/openapi/survey-devices.json).
             """)
     @Option(help: "Study server URL every device registers with.") var server: String
     @Option(help: "Push relay URL (optional: without it devices schedule surveys themselves and poll /download_surveys).")

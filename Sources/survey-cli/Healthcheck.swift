@@ -53,7 +53,7 @@ struct Healthcheck: AsyncParsableCommand {
         for (index, relay) in (ready.pushRelays ?? ready.pushRelay.map { [$0] } ?? []).enumerated() {
             checks.append((index == 0 ? "push-relay" : "push-relay \(index)", loopback(relay) + "/__control/health"))
         }
-        if let devices = ready.devices { checks.append(("devices API", loopback(devices) + "/__devices/openapi.json")) }
+        if let devices = ready.devices { checks.append(("devices API", loopback(devices) + "/__devices/health")) }
         return checks
     }
 

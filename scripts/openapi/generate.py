@@ -237,6 +237,7 @@ OPERATION_IDS = {
     ("post", "/__devices"): "create_device",
     ("get", "/__devices"): "list_devices",
     ("get", "/__devices/openapi.json"): "devices_openapi_document",
+    ("get", "/__devices/health"): "devices_health",
     ("get", "/__devices/{device_id}"): "get_device_status",
     ("delete", "/__devices/{device_id}"): "delete_device",
     ("post", "/__devices/{device_id}/stop"): "stop_device",
@@ -728,6 +729,7 @@ def devices_document():
     event["oneOf"] = [defs[item["$ref"].split("/")[-1]] if "$ref" in item else item for item in event["oneOf"]]
     schemas = {
         "Error": COMMON_SCHEMAS["Error"],
+        "Health": MOCK_SCHEMAS["Health"],
         "DeviceStatus": status,
         "DeviceEvent": event,
         "CreateDevice": obj({"patient_id": {"type": "string", "minLength": 1, "maxLength": 64},
@@ -757,6 +759,7 @@ def devices_document():
             "get": op("Every device, oldest first", {**ok(arr(ref("DeviceStatus"))), **errors()}, tags=tag),
         },
         "/__devices/openapi.json": {"get": op("This document", {**ok({"type": "object"}), **errors()}, tags=tag)},
+        "/__devices/health": {"get": op("Health (what `survey-cli healthcheck` asks)", {**ok(ref("Health")), **errors()}, tags=tag)},
         "/__devices/{device_id}": {
             "get": op("What the device holds", {**ok(ref("DeviceStatus")), **errors()}, params=[device], tags=tag),
             "delete": op("Closes the device and deletes its directory", {**empty(), **errors()}, params=[device], tags=tag),
