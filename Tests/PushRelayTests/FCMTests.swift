@@ -88,7 +88,8 @@ import _CryptoExtras
     // MARK: OAuth2
 
     /// A JWT-bearer assertion as google-auth makes it: RS256 over `header.claims` with the account's key.
-    func assertion(_ account: JSONValue, iat: Int64, exp: Int64, kid: String? = nil, key: _RSA.Signing.PrivateKey? = nil) throws -> String {
+    func assertion(_ account: JSONValue, iat: Int64, exp: Int64, kid: String? = nil, key: _RSA.Signing.PrivateKey? = nil,
+                   withoutKeyID: Bool = false) throws -> String {
         guard case .object(let fields) = account, case .string(let pem)? = fields["private_key"], case .string(let id)? = fields["private_key_id"],
               case .string(let email)? = fields["client_email"], case .string(let uri)? = fields["token_uri"] else {
             throw Failure()
@@ -97,7 +98,7 @@ import _CryptoExtras
             Data(value.compactBytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
         }
-        let header = part(.object(["alg": "RS256", "typ": "JWT", "kid": .string(kid ?? id)]))
+        let header = part(withoutKeyID ? .object(["alg": "RS256", "typ": "JWT"]) : .object(["alg": "RS256", "typ": "JWT", "kid": .string(kid ?? id)]))
         let claims = part(.object(["iss": .string(email), "scope": "https://www.googleapis.com/auth/cloud-platform", "aud": .string(uri),
                                    "iat": .number(Double(iat)), "exp": .number(Double(exp))]))
         let signer = try key ?? _RSA.Signing.PrivateKey(pemRepresentation: pem)
@@ -160,5 +161,10 @@ import _CryptoExtras
         // Expired, or longer than an hour.
         #expect(refusal(grant, try assertion(account, iat: now - 7200, exp: now - 3600))?.error == "invalid_grant")
         #expect(refusal(grant, try assertion(account, iat: now, exp: now + 7200))?.error == "invalid_grant")
+        // Without a key id (Google's guide shows the header as {"alg","typ"}): the issuer's keys are tried, so the
+        // account's own key is taken and another is not.
+        #expect(refusal(grant, try assertion(account, iat: now, exp: now + 3600, withoutKeyID: true)) == nil)
+        #expect(refusal(grant, try assertion(account, iat: now, exp: now + 3600, key: other, withoutKeyID: true))?.description
+                == "Invalid JWT Signature.")
     }
 }
