@@ -163,3 +163,37 @@ def test_a_go_standard_library_backend(relay, tmp_path):
     assert lines[0].startswith("400 HTTP/2.0") and "INVALID_ARGUMENT" in lines[0], lines
     assert lines[1].startswith("200 HTTP/2.0") and "projects/proxied/messages/" in lines[1], lines
     assert relay.pending(token) == [{"sender": "go"}]
+
+
+def test_a_java_standard_library_backend(tmp_path):
+    """A program using only Java's standard library as the Java Admin SDK does (google-auth's service-account flow,
+    then the send, over HttpsURLConnection), against a relay in strict mode: with -Dhttps.proxyHost/-Dhttps.proxyPort
+    and a trust store holding the relay's CA (keytool), unchanged, it gets its access token from oauth2.googleapis.com
+    and delivers through fcm.googleapis.com, both answered by the relay."""
+    java, keytool = shutil.which("java"), shutil.which("keytool")
+    assert java and keytool, "java and keytool (Debian's openjdk-17-jdk-headless) are installed by scripts/apitest"
+    relay = Relay("--provider-auth", "strict")
+    try:
+        ca = tmp_path / "relay-ca.pem"
+        with urllib.request.urlopen(relay.url + "/__control/tls/ca.pem") as response:
+            ca.write_bytes(response.read())
+        store = tmp_path / "relay.p12"
+        subprocess.run([keytool, "-importcert", "-noprompt", "-alias", "relay", "-file", str(ca), "-keystore", str(store),
+                        "-storetype", "PKCS12", "-storepass", "changeit"], check=True, capture_output=True, timeout=60)
+        with urllib.request.urlopen(relay.url + "/__control/fcm/service-account.json?project_id=proxied&token_uri=google") as response:
+            account = tmp_path / "service-account.json"
+            account.write_bytes(response.read())
+        token = relay.device("android")
+        host, port = relay.proxy.rsplit("/", 1)[1].rsplit(":", 1)
+        source = os.path.join(os.path.dirname(__file__), "java-sender", "Sender.java")
+        result = subprocess.run([java, f"-Dhttps.proxyHost={host}", f"-Dhttps.proxyPort={port}", f"-Djavax.net.ssl.trustStore={store}",
+                                 "-Djavax.net.ssl.trustStorePassword=changeit", source, str(account), token],
+                                capture_output=True, text=True, timeout=180)
+        assert result.returncode == 0, (result.stdout, result.stderr[-2000:])
+        lines = result.stdout.strip().splitlines()
+        assert lines[0] == "token 200" and lines[1].startswith("send 200") and "projects/proxied/messages/" in lines[1], lines
+        assert relay.pending(token) == [{"sender": "java"}]
+        _, journal = relay.call("GET", "/__control/requests?limit=50")
+        assert {"/token", "/v1/projects/proxied/messages:send"} <= {entry["path"] for entry in journal["requests"]}
+    finally:
+        relay.stop()
