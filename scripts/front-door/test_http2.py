@@ -94,6 +94,7 @@ def test_silent_connections_and_endless_streams_meet_the_deadlines(strict_deadli
     opened = time.time()
     slowest = max(health_latency(ready["url"]) for _ in range(10))
     assert slowest < 1.0, f"health took {slowest:.2f} s beside 200 silent HTTP/2 connections"
+    print(f"health beside 200 silent HTTP/2 connections: slowest of 10 {slowest * 1000:.1f} ms")
     # Streams whose body never ends: 408 within the request timeout, on the stream (the connection lives on).
     endless = []
     for protocol, url in (("h2c", ready["url"]), ("tls-h2", ready["tls_url"])):
@@ -117,6 +118,7 @@ def test_silent_connections_and_endless_streams_meet_the_deadlines(strict_deadli
                     ended = True
         elapsed = time.time() - started
         assert status == 408 and 1.5 < elapsed < 4, (c.protocol, status, elapsed)
+        print(f"endless stream on {c.protocol}: {status} after {elapsed:.2f} s (--request-timeout 2)")
         c.close()
     # Every silent connection is closed by the relay at the idle timeout (3 s), none later than a second after it.
     for sock in silent:
