@@ -162,6 +162,10 @@ public struct JEXLEvaluator: Sendable {
         }
     }
 
+    /// `==` of the dialect for two context values: numbers within 1e-6, values of one type by value, different types
+    /// never.
+    public static func equal(_ a: JSONValue, _ b: JSONValue) -> Bool { equal(JEXLValue(context: a), JEXLValue(context: b)) }
+
     /// `==` of the dialect: two numbers within 1e-6 (of either kind), arrays and objects by serde_json's equality,
     /// other values of one type by value, different types never.
     static func equal(_ a: JEXLValue, _ b: JEXLValue) -> Bool {
