@@ -36,6 +36,7 @@ temporary SQLite file removed at the end. Timings on shared cores move from run 
 """
 import argparse
 import base64
+import csv
 import hashlib
 import json
 import os
@@ -302,7 +303,6 @@ def measure_engines(args, work):
             used = child_cpu() - before
             rows = {}
             if os.path.exists(prefix + "_stats.csv"):
-                import csv
                 rows = {row["Name"]: row for row in csv.DictReader(open(prefix + "_stats.csv"))}
             row = rows.get("register_user")
             if process.returncode != 0 or not row or int(row["Failure Count"]):
