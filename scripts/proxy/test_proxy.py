@@ -165,35 +165,60 @@ def test_a_go_standard_library_backend(relay, tmp_path):
     assert relay.pending(token) == [{"sender": "go"}]
 
 
-def test_a_java_standard_library_backend(tmp_path):
+@pytest.fixture
+def strict(tmp_path):
+    """A relay in strict mode (a send needs a bearer from its /token), its CA, and its service account with Google's
+    token URI: what a backend in Java or Node, written as its Admin SDK is, gets from the test."""
+    relay = Relay("--provider-auth", "strict")
+    try:
+        relay.ca = tmp_path / "relay-ca.pem"
+        with urllib.request.urlopen(relay.url + "/__control/tls/ca.pem") as response:
+            relay.ca.write_bytes(response.read())
+        relay.account = tmp_path / "service-account.json"
+        with urllib.request.urlopen(relay.url + "/__control/fcm/service-account.json?project_id=proxied&token_uri=google") as response:
+            relay.account.write_bytes(response.read())
+        yield relay
+    finally:
+        relay.stop()
+
+
+def assert_sent_through_the_proxy(relay, token, result, sender):
+    assert result.returncode == 0, (result.stdout, result.stderr[-2000:])
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "token 200" and lines[1].startswith("send 200") and "projects/proxied/messages/" in lines[1], lines
+    assert relay.pending(token) == [{"sender": sender}]
+    _, journal = relay.call("GET", "/__control/requests?limit=50")
+    assert {"/token", "/v1/projects/proxied/messages:send"} <= {entry["path"] for entry in journal["requests"]}
+
+
+def test_a_java_standard_library_backend(strict, tmp_path):
     """A program using only Java's standard library as the Java Admin SDK does (google-auth's service-account flow,
     then the send, over HttpsURLConnection), against a relay in strict mode: with -Dhttps.proxyHost/-Dhttps.proxyPort
     and a trust store holding the relay's CA (keytool), unchanged, it gets its access token from oauth2.googleapis.com
     and delivers through fcm.googleapis.com, both answered by the relay."""
     java, keytool = shutil.which("java"), shutil.which("keytool")
     assert java and keytool, "java and keytool (Debian's openjdk-17-jdk-headless) are installed by scripts/apitest"
-    relay = Relay("--provider-auth", "strict")
-    try:
-        ca = tmp_path / "relay-ca.pem"
-        with urllib.request.urlopen(relay.url + "/__control/tls/ca.pem") as response:
-            ca.write_bytes(response.read())
-        store = tmp_path / "relay.p12"
-        subprocess.run([keytool, "-importcert", "-noprompt", "-alias", "relay", "-file", str(ca), "-keystore", str(store),
-                        "-storetype", "PKCS12", "-storepass", "changeit"], check=True, capture_output=True, timeout=60)
-        with urllib.request.urlopen(relay.url + "/__control/fcm/service-account.json?project_id=proxied&token_uri=google") as response:
-            account = tmp_path / "service-account.json"
-            account.write_bytes(response.read())
-        token = relay.device("android")
-        host, port = relay.proxy.rsplit("/", 1)[1].rsplit(":", 1)
-        source = os.path.join(os.path.dirname(__file__), "java-sender", "Sender.java")
-        result = subprocess.run([java, f"-Dhttps.proxyHost={host}", f"-Dhttps.proxyPort={port}", f"-Djavax.net.ssl.trustStore={store}",
-                                 "-Djavax.net.ssl.trustStorePassword=changeit", source, str(account), token],
-                                capture_output=True, text=True, timeout=180)
-        assert result.returncode == 0, (result.stdout, result.stderr[-2000:])
-        lines = result.stdout.strip().splitlines()
-        assert lines[0] == "token 200" and lines[1].startswith("send 200") and "projects/proxied/messages/" in lines[1], lines
-        assert relay.pending(token) == [{"sender": "java"}]
-        _, journal = relay.call("GET", "/__control/requests?limit=50")
-        assert {"/token", "/v1/projects/proxied/messages:send"} <= {entry["path"] for entry in journal["requests"]}
-    finally:
-        relay.stop()
+    store = tmp_path / "relay.p12"
+    subprocess.run([keytool, "-importcert", "-noprompt", "-alias", "relay", "-file", str(strict.ca), "-keystore", str(store),
+                    "-storetype", "PKCS12", "-storepass", "changeit"], check=True, capture_output=True, timeout=60)
+    token = strict.device("android")
+    host, port = strict.proxy.rsplit("/", 1)[1].rsplit(":", 1)
+    source = os.path.join(os.path.dirname(__file__), "java-sender", "Sender.java")
+    result = subprocess.run([java, f"-Dhttps.proxyHost={host}", f"-Dhttps.proxyPort={port}", f"-Djavax.net.ssl.trustStore={store}",
+                             "-Djavax.net.ssl.trustStorePassword=changeit", source, str(strict.account), token],
+                            capture_output=True, text=True, timeout=180)
+    assert_sent_through_the_proxy(strict, token, result, "java")
+
+
+def test_a_node_backend_with_a_proxy_agent(strict):
+    """A program using only Node's core modules as the Node Admin SDK does (the token exchange, then the send, each an
+    https.request through the agent the app gives: firebase-admin's httpAgent), against a relay in strict mode: with
+    NODE_EXTRA_CA_CERTS naming the relay's CA and HTTPS_PROXY read by the agent (Node before 24 has no proxy of its own
+    for https), it reaches oauth2.googleapis.com and fcm.googleapis.com, both answered by the relay."""
+    node = shutil.which("node")
+    assert node, "node (Debian's nodejs) is installed by scripts/apitest"
+    token = strict.device("android")
+    source = os.path.join(os.path.dirname(__file__), "node-sender", "sender.js")
+    environment = {**os.environ, "HTTPS_PROXY": strict.proxy, "NODE_EXTRA_CA_CERTS": str(strict.ca)}
+    result = subprocess.run([node, source, str(strict.account), token], capture_output=True, text=True, timeout=60, env=environment)
+    assert_sent_through_the_proxy(strict, token, result, "node")
