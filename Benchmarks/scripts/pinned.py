@@ -41,7 +41,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -193,20 +192,27 @@ def client_flag(args):
     return ["--http-client", args.http_client] if args.http_client else []
 
 
+def load_register(args, work, server, people, concurrency, seconds, *flags):
+    """Runs `survey-cli load register` on core 1 (closed, `concurrency` in flight); its CPU seconds and report totals."""
+    report = os.path.join(work, f"load-{concurrency}-{seconds}.json")
+    before = child_cpu()
+    _, err, code = run_pinned(1, [os.path.join(args.bin, "survey-cli"), "load", "register", "--server", server.url,
+                                  "--participants-file", people, "--concurrency", str(concurrency), "--duration", f"{seconds}s",
+                                  "--report", report, *flags])
+    used = child_cpu() - before
+    if code not in (0, 99):
+        raise SystemExit(f"survey-cli load register failed ({code}): {err[-800:]}")
+    return used, json.load(open(report))["totals"]
+
+
 def measure_load_register(args, work):
     server = mock_server(args, work, 1)
     try:
         people = setup(args, server, work)
-        report = os.path.join(work, "load.json")
-        before_server, before = cpu_seconds(server.pid), child_cpu()
-        out, err, code = run_pinned(1, [os.path.join(args.bin, "survey-cli"), "load", "register", "--server", server.url,
-                                        "--participants-file", people, "--concurrency", "64", "--duration", f"{args.seconds}s",
-                                        "--report", report, *client_flag(args)])
-        tool = child_cpu() - before
+        before_server = cpu_seconds(server.pid)
+        tool, totals = load_register(args, work, server, people, 64, args.seconds, *client_flag(args))
         used = cpu_seconds(server.pid) - before_server
-        if code not in (0, 99):
-            raise SystemExit(f"survey-cli load register failed ({code}): {err}")
-        started = json.load(open(report))["totals"]["started"]
+        started = totals["started"]
         requests_wrk, tool_wrk = wrk(server.url + "/register_user", args.seconds, register_script(work, people))
         return {"load_us": tool / started * 1e6, "wrk_us": tool_wrk / requests_wrk * 1e6,
                 "ratio": (tool / started) / (tool_wrk / requests_wrk), "server_us": used / started * 1e6}
@@ -279,15 +285,9 @@ def measure_engines(args, work):
         people = setup(args, server, work)
 
         def load(seconds):
-            report = os.path.join(work, f"engines-{seconds}.json")
-            before = child_cpu()
-            _, err, code = run_pinned(1, [os.path.join(args.bin, "survey-cli"), "load", "register", "--server", server.url,
-                                          "--participants-file", people, "--concurrency", "8", "--duration", f"{seconds}s",
-                                          "--report", report])
-            used = child_cpu() - before
-            totals = json.load(open(report))["totals"] if os.path.exists(report) else None
-            if code != 0 or not totals or totals["failed"]:
-                raise SystemExit(f"survey-cli load register failed ({code}): {err[-500:]}")
+            used, totals = load_register(args, work, server, people, 8, seconds)
+            if totals["failed"]:
+                raise SystemExit(f"survey-cli load register: {totals['failed']} registrations failed; the figure does not count")
             return used, totals["succeeded"]
 
         def locust(seconds):

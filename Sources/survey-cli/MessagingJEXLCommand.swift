@@ -36,11 +36,12 @@ struct MessagingJEXL: AsyncParsableCommand {
             base = object
         }
         guard let at = now.map({ WireTime.parse($0) }) ?? Date() else { throw ValidationError("--now must be an RFC 3339 time") }
+        let shared = TargetingHelper(context: base, now: at)
         var failed = false
-        func show(_ expression: String, in context: [String: JSONValue]) throws {
+        func show(_ expression: String, with helper: TargetingHelper) throws {
             var out: [String: JSONValue] = ["expression": .string(expression)]
             do throws(JEXLError) {
-                out["value"] = try TargetingHelper(context: context, now: at).value(expression)
+                out["value"] = try helper.value(expression)
             } catch {
                 out["error"] = .string(error.code)
                 out["message"] = .string(error.message)
@@ -53,18 +54,19 @@ struct MessagingJEXL: AsyncParsableCommand {
             while let line = readLine(strippingNewline: true) {
                 number += 1
                 if line.allSatisfy(\.isWhitespace) { continue }
-                guard let input = (try? JSONParser.parse(Array(line.utf8)))?.objectValue, let expression = input["expression"]?.stringValue else {
+                guard let input = (try? WireJSON.decode(JSONValue.self, from: Data(line.utf8)))?.objectValue,
+                      let expression = input["expression"]?.stringValue else {
                     throw ValidationError("line \(number) is not a JSON object with an \"expression\" string")
                 }
-                var context = base
+                var helper = shared
                 if let given = input["context"] {
                     guard let object = given.objectValue else { throw ValidationError("line \(number): \"context\" must be a JSON object") }
-                    context = object
+                    helper = TargetingHelper(context: object, now: at)
                 }
-                try show(expression, in: context)
+                try show(expression, with: helper)
             }
         } else {
-            for expression in expressions { try show(expression, in: base) }
+            for expression in expressions { try show(expression, with: shared) }
         }
         if failed { throw ExitCode(1) }
     }

@@ -77,6 +77,34 @@ def _prepare(environment, **_):
                 out.write(json.dumps({**_study, "participants": len(people)}) + "\n")
 
 
+def _take_participant():
+    """The next participant of this process, or StopUser when there are more users than participants."""
+    try:
+        return _credentials.get_nowait()
+    except queue.Empty:
+        raise StopUser() from None
+
+
+def _register(user, route, patient_id, password, device_id, new_password, fcm_token, required=()):
+    """`/register_user` (the request `register_user`) with the run's zone and the user's `register_fields()`: Beiwe's
+    JSON object, or None with the failure recorded (a status other than 200, an answer that is not a JSON object or
+    lacks a `required` member)."""
+    fields = beiwe.form(patient_id, password, device_id, new_password=new_password, fcm_token=fcm_token, phone_number="0",
+                        timezone=user.environment.parsed_options.timezone, **user.register_fields())
+    with user.client.post(route, data=fields, name="register_user", catch_response=True) as response:
+        if response.status_code != 200:
+            response.failure(f"register_user answered {response.status_code}: {response.text[:200]}")
+            return None
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict) or any(key not in answer for key in required):
+            response.failure("register_user: the answer is not Beiwe's JSON object")
+            return None
+        return answer
+
+
 def _admin(base, path, body):
     response = requests.post(base + path, json=body, timeout=60)
     if response.status_code not in (200, 201):
@@ -94,28 +122,18 @@ class BeiwePhone(HttpUser):
     platform = "android"
 
     def on_start(self):
-        try:
-            person = _credentials.get_nowait()
-        except queue.Empty:
-            raise StopUser() from None  # more users than participants: this one has no one to be
+        person = _take_participant()
         self.patient_id, self.temporary = person["patient_id"], person["password"]
         self.password = "locust-" + self.temporary
         self.device_id = uuid.uuid4().hex
         self.suffix = "/ios" if self.platform == "ios" else ""
         token = self.relay_token() or f"locust-{self.patient_id}"
         self.push_token = token
-        fields = beiwe.form(self.patient_id, self.temporary, self.device_id, new_password=self.password,
-                            timezone=self.environment.parsed_options.timezone, fcm_token=token, phone_number="0",
-                            **self.register_fields())
-        with self.client.post(beiwe.REGISTER + self.suffix, data=fields, name="register_user", catch_response=True) as response:
-            if response.status_code != 200:
-                response.failure(f"register_user answered {response.status_code}: {response.text[:200]}")
-                raise StopUser()
-            try:
-                self.public_key = response.json()["client_public_key"]
-            except (ValueError, KeyError):
-                response.failure("register_user: the answer is not Beiwe's JSON")
-                raise StopUser() from None
+        answer = _register(self, beiwe.REGISTER + self.suffix, self.patient_id, self.temporary, self.device_id, self.password,
+                           token, required=("client_public_key",))
+        if answer is None:
+            raise StopUser()
+        self.public_key = answer["client_public_key"]
         # As the app does after registering: Beiwe stores the push token only from /set_fcm_token.
         self.post(beiwe.SET_TOKEN, "set_fcm_token", 204, fcm_token=token)
 
@@ -181,25 +199,10 @@ class BeiweRegistrar(HttpUser):
 
     @task
     def register(self):
-        try:
-            person = _credentials.get_nowait()
-        except queue.Empty:
-            raise StopUser() from None  # more users than participants: this one has no one to be
+        person = _take_participant()
         try:
             patient_id, password = person["patient_id"], person["password"]
-            fields = beiwe.form(patient_id, password, uuid.uuid4().hex, new_password=password,
-                                timezone=self.environment.parsed_options.timezone, fcm_token=f"locust-{patient_id}",
-                                phone_number="0", **self.register_fields())
-            with self.client.post(beiwe.REGISTER, data=fields, name="register_user", catch_response=True) as response:
-                if response.status_code != 200:
-                    response.failure(f"register_user answered {response.status_code}: {response.text[:200]}")
-                    return
-                try:
-                    answer = response.json()
-                except ValueError:
-                    answer = None
-                if not isinstance(answer, dict):
-                    response.failure("register_user: the answer is not Beiwe's JSON object")
+            _register(self, beiwe.REGISTER, patient_id, password, uuid.uuid4().hex, password, f"locust-{patient_id}")
         finally:
             _credentials.put(person)
 

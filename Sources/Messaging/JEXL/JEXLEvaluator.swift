@@ -16,17 +16,12 @@ public typealias JEXLTransform = @Sendable ([JSONValue]) throws -> JSONValue
 ///   (an integer) never equals a number the expression made (a float): ``JEXLValue``;
 /// - results that are not finite numbers become `null` (as serde_json stores them).
 public struct JEXLEvaluator: Sendable {
-    public var context: [String: JSONValue] {
-        didSet { values = context.mapValues(JEXLValue.init(context:)) }
-    }
+    public var context: [String: JSONValue]
     public var transforms: [String: JEXLTransform]
-    /// The context as jexl-eval reads it (whole numbers are integers).
-    private var values: [String: JEXLValue]
 
     public init(context: [String: JSONValue] = [:], transforms: [String: JEXLTransform] = [:]) {
         self.context = context
         self.transforms = transforms
-        values = context.mapValues(JEXLValue.init(context:))
     }
 
     /// Parses and evaluates `source`.
@@ -71,10 +66,11 @@ public struct JEXLEvaluator: Sendable {
             }
             return .object(object)
         case .identifier(let name):
-            guard let value = values[name] else {
+            guard let value = context[name] else {
                 throw JEXLError(code: "undefined_identifier", message: "`\(name)` is not in the context")
             }
-            return value
+            // As jexl-eval reads the context: whole numbers are integers.
+            return JEXLValue(context: value)
         case .dot(let subject, let name):
             return try value(subject).objectValue?[name] ?? .null
         case .index(let subject, let indexExpression):
@@ -149,7 +145,7 @@ public struct JEXLEvaluator: Sendable {
     }
 
     /// A number a transform answers: null when it is not finite (as serde_json stores it).
-    static func number(_ n: Double) -> JSONValue { n.isFinite ? .number(n) : .null }
+    static func number(_ n: Double) -> JSONValue { JEXLValue.number(n).json }
 
     static func describe(_ value: JEXLValue) -> String {
         switch value {

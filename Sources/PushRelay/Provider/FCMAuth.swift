@@ -90,20 +90,16 @@ package final class FCMAuth: Sendable {
         guard jwt.header["alg"] == .string("RS256") else { throw GrantError(error: "invalid_grant", description: "Invalid JWT: alg must be RS256") }
         let signature = _RSA.Signing.RSASignature(rawRepresentation: jwt.signature)
         let digest = SHA256.hash(data: Array(jwt.signedPart.utf8))
-        let known: (email: String, key: _RSA.Signing.PublicKey, project: String)?
-        if let keyID = jwt.header["kid"]?.stringValue {
-            known = state.withLock { $0.keys[keyID] }
-        } else if let issuer = jwt.claims["iss"]?.stringValue {
-            // Google documents the server-to-server header as {"alg", "typ"}: without a key id, the issuer's keys are
-            // tried (a Java or Go program signing by hand, as Google's guide shows, sends none).
-            let candidates = state.withLock { $0.keys.values.filter { $0.email == issuer } }
-            known = candidates.first { $0.key.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5) } ?? candidates.first
-        } else {
-            known = nil
+        // The keys that may have signed it: the one its key id names or, without one, its issuer's (Google documents
+        // the server-to-server header as {"alg", "typ"}; a Java or Go program signing by hand sends no key id).
+        let candidates = state.withLock { state in
+            if let keyID = jwt.header["kid"]?.stringValue { return state.keys[keyID].map { [$0] } ?? [] }
+            guard let issuer = jwt.claims["iss"]?.stringValue else { return [] }
+            return state.keys.values.filter { $0.email == issuer }
         }
         let project: String
-        if let (email, key, owner) = known {
-            guard key.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5) else {
+        if !candidates.isEmpty {
+            guard let (email, _, owner) = candidates.first(where: { $0.key.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5) }) else {
                 throw GrantError(error: "invalid_grant", description: "Invalid JWT Signature.")
             }
             guard jwt.claims["iss"] == .string(email) else { throw GrantError(error: "invalid_grant", description: "Invalid issuer: \(email) expected") }
